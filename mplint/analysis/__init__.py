@@ -1,0 +1,1 @@
+"""Fast structural analysis of a libcst module: one walk, names, values, positions."""

@@ -1,0 +1,151 @@
+"""One fast walk over a libcst tree: parents, source order and nodes by type.
+
+libcst's metadata providers cost several parses' worth of time (its own visitor
+rebuilds every node). Rules only need parents, source order and "all the Calls", so
+this walk reads the dataclass fields directly and skips pure-whitespace children.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Iterator, TypeVar
+
+import libcst as cst
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+# Children that are only whitespace, punctuation or comments: never interesting to rules.
+_SKIP_FIELDS = frozenset(
+    {
+        "leading_lines", "lines_after_decorators", "lpar", "rpar", "lbracket", "rbracket",
+        "lbrace", "rbrace", "comma", "equal", "semicolon", "colon", "star", "dot",
+        "footer", "header", "indent", "trailing_whitespace", "asynchronous", "operator",
+        "newline", "walrus", "first_line", "empty_lines", "whitespace", "posonly_ind",
+    }
+)
+
+# Fields in source order where the dataclass order differs from the text's order.
+_SOURCE_ORDER = {
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.Parameters: ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    cst.Arg: ("keyword", "value"),
+    cst.MatchCase: ("pattern", "guard", "body"),
+}
+
+_FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    fields = _FIELDS_CACHE.get(node_type)
+    if fields is None:
+        if node_type in _SOURCE_ORDER:
+            fields = _SOURCE_ORDER[node_type]
+        else:
+            fields = tuple(
+                f.name
+                for f in dataclasses.fields(node_type)
+                if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+            )
+        _FIELDS_CACHE[node_type] = fields
+    return fields
+
+
+class ModuleIndex:
+    """Parents, source order and per-type lists for every non-whitespace node."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.parent: dict[int, cst.CSTNode] = {}
+        self.order: dict[int, int] = {}
+        self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        self._walk(module)
+
+    def _walk(self, root: cst.CSTNode) -> None:
+        parent, order, by_type = self.parent, self.order, self.by_type
+        stack: list[cst.CSTNode] = [root]
+        counter = 0
+        CSTNode = cst.CSTNode
+        while stack:
+            node = stack.pop()
+            order[id(node)] = counter
+            counter += 1
+            node_type = type(node)
+            by_type[node_type].append(node)
+            children: list[cst.CSTNode] = []
+            for name in _child_fields(node_type):
+                value = getattr(node, name, None)
+                if isinstance(value, CSTNode):
+                    children.append(value)
+                elif isinstance(value, (tuple, list)):
+                    for item in value:
+                        if isinstance(item, CSTNode):
+                            children.append(item)
+            for child in children:
+                parent[id(child)] = node
+            children.reverse()
+            stack.extend(children)
+
+    # -- queries -----------------------------------------------------------------
+    def nodes(self, node_type: type[N]) -> list[N]:
+        """All nodes of exactly this type, in source order."""
+        return self.by_type.get(node_type, [])  # type: ignore[return-value]
+
+    def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parent.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self.parent.get(id(node))
+        while current is not None:
+            yield current
+            current = self.parent.get(id(current))
+
+    def enclosing(self, node: cst.CSTNode, *types: type[N]) -> N | None:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, types):
+                return ancestor  # type: ignore[return-value]
+        return None
+
+    def position_in_order(self, node: cst.CSTNode) -> int:
+        return self.order[id(node)]
+
+    def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """Whether `a` starts before `b` in the source."""
+        return self.order[id(a)] < self.order[id(b)]
+
+    def statement_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The statement line or compound statement that contains `node`."""
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return current
+            current = self.parent.get(id(current))
+        return None
+
+    def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        return self.enclosing(node, cst.FunctionDef)
+
+    def class_of(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        return self.enclosing(node, cst.ClassDef)
+
+    def descendants(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """Every indexed node under `node` (not `node` itself), in source order."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            children = []
+            for name in _child_fields(type(current)):
+                value = getattr(current, name, None)
+                if isinstance(value, cst.CSTNode):
+                    children.append(value)
+                elif isinstance(value, (tuple, list)):
+                    children.extend(v for v in value if isinstance(v, cst.CSTNode))
+            children.reverse()
+            stack.extend(children)
+            if current is not node:
+                yield current
+
+    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+        return inner is outer or any(a is outer for a in self.ancestors(inner))

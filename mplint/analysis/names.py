@@ -1,0 +1,187 @@
+"""Qualified names through imports, without libcst's (slow) scope analysis.
+
+`import tensorflow as tf; tf.keras.layers.Dense`, `from tensorflow.keras import layers
+as L; L.Dense` and `from keras.layers import Dense` all resolve to the canonical name
+`keras.layers.Dense`. Rules match canonical names, so they see through every
+spelling of TensorFlow, Keras 2 (tf.keras, tf_keras) and Keras 3 (keras).
+
+Resolution is scope-insensitive (an import anywhere in the module binds its name
+everywhere), which is what mixed-precision code in the wild needs; a name that is
+also assigned locally to something else is not treated as the import.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+# Spellings of the Keras package, longest first.
+_KERAS_PREFIXES = (
+    ("tensorflow.compat.v1.keras.", "keras."),
+    ("tensorflow.compat.v2.keras.", "keras."),
+    ("tensorflow.python.keras.", "keras."),
+    ("tensorflow.keras.", "keras."),
+    ("tf_keras.", "keras."),
+    ("keras.api._v2.keras.", "keras."),
+    ("keras._tf_keras.keras.", "keras."),
+)
+_KERAS_MODULES = {"tensorflow.keras", "tensorflow.python.keras", "tf_keras", "tensorflow.compat.v1.keras", "tensorflow.compat.v2.keras"}
+
+# Names bound without an import that can only mean these modules (snippets, notebooks).
+_CONVENTIONAL_ROOTS = {"tf": "tensorflow", "tensorflow": "tensorflow", "keras": "keras", "np": "numpy"}
+
+# Modules whose attributes may be bound to a plain name (`L = tf.keras.layers`).
+_FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras", "numpy")
+
+
+def canonical(qualified: str) -> str:
+    """Canonical spelling of a fully qualified name (Keras spellings unified)."""
+    if qualified in _KERAS_MODULES:
+        return "keras"
+    for prefix, replacement in _KERAS_PREFIXES:
+        if qualified.startswith(prefix):
+            qualified = replacement + qualified[len(prefix) :]
+            break
+    if qualified.startswith("tensorflow.compat.v2."):
+        qualified = "tensorflow." + qualified[len("tensorflow.compat.v2.") :]
+    if qualified.startswith("keras.layers."):
+        # Keras 2 internal paths: keras.layers.core.Dense -> keras.layers.Dense
+        parts = qualified.split(".")
+        if len(parts) > 3 and parts[-1][:1].isupper() and all(p.islower() for p in parts[2:-1]):
+            qualified = "keras.layers." + parts[-1]
+    return qualified
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    return dotted_name(node) or ""
+
+
+class ImportTable:
+    """Local names -> fully qualified names, from every import in a module."""
+
+    def __init__(self, imports: list[cst.Import], import_froms: list[cst.ImportFrom]) -> None:
+        self.aliases: dict[str, str] = {}
+        self.star_modules: list[str] = []
+        self.imported_modules: set[str] = set()  # full module paths that appear in imports
+        for node in imports:
+            for alias in node.names:
+                full = _module_name(alias.name)
+                self.imported_modules.add(full)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.aliases[alias.asname.name.value] = full
+                else:
+                    head = full.split(".", 1)[0]
+                    self.aliases.setdefault(head, head)
+        for node in import_froms:
+            if node.module is None and not node.relative:
+                continue
+            module = "." * len(node.relative) + (_module_name(node.module) if node.module else "")
+            self.imported_modules.add(module)
+            if isinstance(node.names, cst.ImportStar):
+                self.star_modules.append(module)
+                continue
+            for alias in node.names:
+                name = _module_name(alias.name)
+                local = (
+                    alias.asname.name.value
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                    else name
+                )
+                self.aliases[local] = f"{module}.{name}" if module else name
+                self.imported_modules.add(f"{module}.{name}")
+
+    def resolve_head(self, name: str) -> str | None:
+        return self.aliases.get(name)
+
+
+class NameResolver:
+    """Qualified (canonical) names of expressions in one module.
+
+    `module_assignments` are `name = value` statements at module level (they shadow an
+    import); `all_assignments` are those anywhere (a `L = tf.keras.layers` alias may sit
+    in a function).
+    """
+
+    def __init__(
+        self,
+        table: ImportTable,
+        module_assignments: dict[str, list[cst.BaseExpression]],
+        all_assignments: dict[str, list[cst.BaseExpression]],
+    ) -> None:
+        self.table = table
+        self._module_assignments = module_assignments
+        self._all_assignments = all_assignments
+        self._cache: dict[int, str | None] = {}
+        self._heads: dict[str, str | None] = {}
+
+    def raw(self, node: cst.BaseExpression) -> str | None:
+        """Fully qualified name as imported (not canonicalised), or None."""
+        key = id(node)
+        if key not in self._cache:
+            self._cache[key] = self._raw(node)
+        return self._cache[key]
+
+    def _raw(self, node: cst.BaseExpression) -> str | None:
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head not in self._heads:
+            self._heads[head] = None  # guards `a = b; b = a` cycles
+            self._heads[head] = self._resolve_head(head)
+        base = self._heads[head]
+        if base is None:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def _resolve_head(self, head: str) -> str | None:
+        rebound = self._module_assignments.get(head, [])
+        imported = self.table.resolve_head(head)
+        if imported is not None:
+            if any(self._alias_target(v) != imported for v in rebound):
+                return None  # imported, then re-bound at module level to something else
+            return imported
+        assigned = self._all_assignments.get(head, [])
+        if assigned:
+            targets = {self._alias_target(v) for v in assigned}
+            if len(targets) == 1:
+                (target,) = targets
+                if target is not None and target.split(".", 1)[0] in _FRAMEWORK_ROOTS:
+                    return target
+            return None
+        if head in _CONVENTIONAL_ROOTS:
+            return _CONVENTIONAL_ROOTS[head]
+        for module in self.table.star_modules:
+            if not module.startswith("."):
+                return f"{module}.{head}"
+        return None
+
+    def _alias_target(self, value: cst.BaseExpression) -> str | None:
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            return self.raw(value)
+        return None
+
+    def qualified(self, node: cst.BaseExpression) -> str | None:
+        """Canonical qualified name (`keras.layers.Dense`), or None."""
+        raw = self.raw(node)
+        return canonical(raw) if raw is not None else None
+
+    def call_name(self, call: cst.Call) -> str | None:
+        return self.qualified(call.func)
+
+    def matches(self, node: cst.BaseExpression, names: frozenset[str] | set[str]) -> bool:
+        qualified = self.qualified(node)
+        return qualified is not None and qualified in names
+
+

@@ -1,0 +1,198 @@
+"""The `mplint` command line (click).
+
+    mplint [check] [PATHS...] [--fix] [--unsafe-fixes] [--diff] ...
+    mplint rule CODE | --all
+
+Exit codes: 0 nothing left to report; 1 findings remain (or `--diff` would change
+something); 2 usage, configuration or internal error, or a path that could not be read.
+Importing this module never imports TensorFlow, nor the parser.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import click
+
+from mplint import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _DefaultGroup(click.Group):
+    """A group whose default command is `check`: `mplint --fix src/` works."""
+
+    default_command = "check"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="mplint", message="%(prog)s %(version)s")
+def main() -> None:
+    """mplint: find and fix TensorFlow/Keras mixed-precision mistakes.
+
+    Runs `check` when no command is given: `mplint src/`, `mplint --fix .`
+    """
+
+
+def _fail(message: str) -> "click.exceptions.Exit":
+    click.echo(f"mplint: error: {message}", err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+def _terminate(signum, frame):  # pragma: no cover - exercised by the interrupt test
+    raise SystemExit(128 + signum)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or offer fixes that may change behaviour.")
+@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes instead of writing them.")
+@click.option("--select", metavar="CODES", help="Comma-separated rule codes or prefixes to enable (MP1, MP301).")
+@click.option("--ignore", metavar="CODES", help="Comma-separated rule codes or prefixes to disable.")
+@click.option("--output-format", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even if findings remain (errors still exit 2).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the .mplint_cache.")
+@click.option("--config", "config_file", type=click.Path(), help="Use this config file instead of discovering one.")
+@click.option("--target", type=click.Choice(["auto", "keras2", "keras3"]), help="Keras API the fixes are written for.")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
+@click.option("--show-settings", is_flag=True, help="Print the settings used for the first path and exit.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-v", "--verbose", is_flag=True, help="Also print the Keras target and policy used for each parsed file.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
+def check(paths, fix, unsafe_fixes, diff, select, ignore, output_format, exit_zero, no_cache, config_file,
+          target, force_exclude, show_settings, quiet, verbose, jobs) -> None:
+    """Check PATHS (default: the current directory) for mixed-precision mistakes."""
+    from mplint.config import ConfigError, ConfigResolver
+    from mplint.reporters import ReportContext, get_reporter
+    from mplint.runner import RunOptions, run
+    from mplint.selection import parse_codes, unknown_codes
+    from mplint.codes import all_codes
+
+    overrides: dict = {}
+    try:
+        if select is not None:
+            codes = parse_codes(select)
+            bad = unknown_codes(codes, all_codes())
+            if bad:
+                raise ConfigError(f"--select: unknown rule code {', '.join(bad)}")
+            overrides["select"] = tuple(codes)
+        if ignore is not None:
+            codes = parse_codes(ignore)
+            bad = unknown_codes(codes, all_codes())
+            if bad:
+                raise ConfigError(f"--ignore: unknown rule code {', '.join(bad)}")
+            overrides["extend_ignore"] = tuple(codes)
+        if target is not None:
+            overrides["target"] = target
+        resolver = ConfigResolver(config_file, overrides)
+        paths = list(paths) or ["."]
+        if show_settings:
+            settings = resolver.for_path(paths[0])
+            click.echo(json.dumps(settings.describe(), indent=2, default=list))
+            return
+        options = RunOptions(
+            fix=fix, unsafe=unsafe_fixes, diff=diff, cache=not no_cache, details=verbose,
+            force_exclude=force_exclude, jobs=jobs,
+        )
+        if fix and not diff:
+            signal.signal(signal.SIGTERM, _terminate)
+        result = run(paths, resolver, options)
+    except ConfigError as exc:
+        raise _fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("mplint: interrupted", err=True)
+        raise click.exceptions.Exit(130)
+    except Exception as exc:  # a bug in mplint itself: say so, exit 2
+        import traceback
+
+        click.echo(f"mplint: internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo(traceback.format_exc(), err=True)
+        raise click.exceptions.Exit(EXIT_ERROR)
+
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for problem in result.problems:
+        click.echo(f"mplint: error: {problem.path}: {problem.message}", err=True)
+    if verbose:
+        for line in result.details:
+            click.echo(line, err=True)
+    context = ReportContext(fix=fix, unsafe=unsafe_fixes, diff=diff, quiet=quiet)
+    if diff:
+        for chunk in result.diffs:
+            click.echo(chunk, nl=False)
+        if output_format == "text":
+            summary = get_reporter("text")(result, context)
+            click.echo(summary, nl=False, err=True)
+        else:
+            click.echo(get_reporter(output_format)(result, context), nl=False, err=True)
+    else:
+        click.echo(get_reporter(output_format)(result, context), nl=False)
+    raise click.exceptions.Exit(_exit_code(result, exit_zero, diff))
+
+
+def _exit_code(result, exit_zero: bool, diff: bool) -> int:
+    if result.problems or result.internal_errors:
+        return EXIT_ERROR
+    if exit_zero:
+        return EXIT_OK
+    if result.findings or (diff and result.diffs):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule: code, name, severity, fix availability.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rule(code, show_all, output_format) -> None:
+    """Print the documentation of rule CODE (e.g. `mplint rule MP101`)."""
+    from mplint.codes import RULES
+    from mplint.registry import rule_class
+
+    if show_all:
+        rows = []
+        for rule_code in sorted(RULES):
+            cls = rule_class(rule_code)
+            rows.append({
+                "code": rule_code, "name": cls.name, "severity": cls.severity.value,
+                "fix": cls.fix_availability.value, "summary": cls.summary(),
+            })
+        if output_format == "json":
+            click.echo(json.dumps(rows, indent=2))
+        else:
+            width = max((len(r["name"]) for r in rows), default=4)
+            click.echo(f"{'code':6} {'name':{width}} {'severity':8} fix")
+            for r in rows:
+                click.echo(f"{r['code']:6} {r['name']:{width}} {r['severity']:8} {r['fix']}")
+        return
+    if not code:
+        raise _fail("give a rule code (mplint rule MP101) or --all")
+    code = code.upper()
+    if code not in RULES:
+        raise _fail(f"unknown rule code {code} (see `mplint rule --all`)")
+    cls = rule_class(code)
+    if output_format == "json":
+        click.echo(json.dumps({
+            "code": code, "name": cls.name, "severity": cls.severity.value,
+            "fix": cls.fix_availability.value, "documentation": cls.doc(),
+        }, indent=2))
+        return
+    fix_line = {
+        "none": "No fix is available.",
+        "sometimes": "A fix is sometimes available.",
+        "always": "A fix is always available.",
+    }[cls.fix_availability.value]
+    click.echo(f"# {cls.name} ({code})\n\nSeverity: {cls.severity.value}. {fix_line}\n\n{cls.doc()}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

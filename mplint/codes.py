@@ -1,0 +1,25 @@
+"""The rule catalogue: every code, its name and the `rules/` family module defining it.
+
+Like ruff's codes table, this lets config validation, `mplint rule --all` listings and
+the pre-filter run without importing any rule (and the parser behind them). The
+registry checks that each family module defines exactly the rules listed here.
+"""
+
+from __future__ import annotations
+
+# code -> (name, family module in rules/)
+RULES: dict[str, tuple[str, str]] = {
+    "MP103": ("float16-variables", "outputs"),
+    "MP104": ("float16-on-tpu", "outputs"),
+}
+
+# Engine codes: always on, never suppressed.
+ENGINE_CODES = {"MP000": "unreadable-or-invalid-source", "MP900": "internal-error"}
+
+
+def all_codes() -> list[str]:
+    return sorted(RULES)
+
+
+def families() -> list[str]:
+    return sorted({family for _, family in RULES.values()})

@@ -1,0 +1,169 @@
+"""What a check produces: findings, their locations and their fixes.
+
+These are plain, picklable values: workers send them to the parent process and the
+cache stores them as JSON.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Applicability(str, enum.Enum):
+    """How safe a fix is, as in ruff: `--fix` applies SAFE, `--unsafe-fixes` adds UNSAFE."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+class FixAvailability(str, enum.Enum):
+    """What a rule can offer, for `mplint rule` and the docs."""
+
+    NONE = "none"
+    SOMETIMES = "sometimes"
+    ALWAYS = "always"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    row: int  # 1-based
+    column: int  # 1-based, in characters
+
+    def to_json(self) -> dict[str, int]:
+        return {"row": self.row, "column": self.column}
+
+    @classmethod
+    def from_json(cls, data: dict[str, int]) -> "Location":
+        return cls(data["row"], data["column"])
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two offsets of the analysed text with `content`.
+
+    `start`/`end` are character offsets used to apply the edit; `location`/`end_location`
+    are the same place as rows and columns (cell-relative in notebooks) for reporting.
+    """
+
+    content: str
+    start: int
+    end: int
+    location: Location
+    end_location: Location
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "location": self.location.to_json(),
+            "end_location": self.end_location.to_json(),
+        }
+
+    def cache_json(self) -> dict[str, Any]:
+        return {**self.to_json(), "start": self.start, "end": self.end}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Edit":
+        return cls(
+            data["content"],
+            data["start"],
+            data["end"],
+            Location.from_json(data["location"]),
+            Location.from_json(data["end_location"]),
+        )
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+    def applies(self, unsafe: bool) -> bool:
+        return self.applicability is Applicability.SAFE or unsafe
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applicability": self.applicability.value,
+            "message": self.message,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+    def cache_json(self) -> dict[str, Any]:
+        return {
+            "applicability": self.applicability.value,
+            "message": self.message,
+            "edits": [e.cache_json() for e in self.edits],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Fix":
+        return cls(
+            Applicability(data["applicability"]),
+            data["message"],
+            tuple(Edit.from_json(e) for e in data["edits"]),
+        )
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    message: str
+    severity: Severity
+    filename: str
+    location: Location
+    end_location: Location
+    fix: Fix | None = None
+    cell: int | None = None  # 1-based notebook cell the rows refer to
+    # Which rows of the analysed text the finding spans (for `# noqa`); not reported.
+    span_rows: tuple[int, int] = field(default=(0, 0), compare=False)
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.cell or 0, self.location, self.code, self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "severity": self.severity.value,
+            "filename": self.filename,
+            "location": self.location.to_json(),
+            "end_location": self.end_location.to_json(),
+            "fix": self.fix.to_json() if self.fix else None,
+            "cell": self.cell,
+        }
+
+    def cache_json(self) -> dict[str, Any]:
+        data = self.to_json()
+        data["fix"] = self.fix.cache_json() if self.fix else None
+        data["span_rows"] = list(self.span_rows)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], filename: str | None = None) -> "Finding":
+        return cls(
+            code=data["code"],
+            name=data["name"],
+            message=data["message"],
+            severity=Severity(data["severity"]),
+            filename=filename if filename is not None else data["filename"],
+            location=Location.from_json(data["location"]),
+            end_location=Location.from_json(data["end_location"]),
+            fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
+            cell=data.get("cell"),
+            span_rows=tuple(data.get("span_rows", (0, 0))),  # type: ignore[arg-type]
+        )
+
+
+# Engine codes: not rules, cannot be selected away or suppressed.
+PARSE_ERROR = ("MP000", "unreadable-or-invalid-source")
+INTERNAL_ERROR = ("MP900", "internal-error")

@@ -1,0 +1,400 @@
+"""The engine: parse once, build the module facts, run the enabled rules, and fix.
+
+    lint(document, file_settings)            -> findings for the current text
+    check_document(document, file_settings,  -> findings after the fix loop, the fixed
+                   fix=True, unsafe=False)      text and how many fixes were applied
+
+The fix loop applies every non-overlapping applicable fix, re-parses and re-lints,
+until nothing changes (at most MAX_ROUNDS rounds). A round whose result does not parse
+or compile is undone fix by fix: the fixes that break the code are thrown away and
+reported as MP900 naming their rule; the others are kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import traceback
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from mplint.analysis.positions import Span, compute_spans, render
+from mplint.diagnostics import (
+    INTERNAL_ERROR,
+    PARSE_ERROR,
+    Edit,
+    Finding,
+    Fix,
+    Location,
+    Severity,
+)
+from mplint.facts.module import ModuleFacts
+from mplint.registry import rules_for
+from mplint.rule import (
+    Change,
+    InsertAfter,
+    InsertBefore,
+    RemoveStatement,
+    Replace,
+    ReplaceText,
+    Report,
+)
+from mplint.source import Document
+from mplint.suppressions import parse_suppressions
+
+MAX_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """Everything the engine needs to know about one file's configuration."""
+
+    codes: frozenset[str]
+    target: str = "auto"
+    assumed_policy: str | None = None
+    tensor_core_multiple: int = 8
+    inherited_policy: str | None = None
+    details: bool = False  # also report the Keras target and policy used (--verbose)
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding]
+    text: str  # the final text (== the input when nothing was fixed)
+    fixed: int = 0  # number of fixes applied
+    fixed_codes: dict[str, int] = field(default_factory=dict)
+    target: str | None = None
+    policy: str | None = None
+    initial: list[Finding] = field(default_factory=list)  # findings before any fix
+
+
+class _InvalidFix(Exception):
+    pass
+
+
+# -- one lint pass ----------------------------------------------------------------------
+
+def _syntax_error(doc: Document, filename: str, parser_error: Exception) -> Finding:
+    """MP000 for text that does not parse, at the error's position."""
+    message, row, column = None, 1, 1
+    try:
+        compile(doc.text, filename, "exec", ast.PyCF_ONLY_AST | doc.compile_flags(), dont_inherit=True)
+    except SyntaxError as exc:
+        message = f"SyntaxError: {exc.msg}"
+        row, column = exc.lineno or 1, exc.offset or 1
+    except (ValueError, RecursionError, MemoryError) as exc:
+        message = f"cannot parse: {exc}"
+    if message is None:
+        first = str(getattr(parser_error, "message", parser_error)).splitlines()[0]
+        message = f"mplint's parser (libcst) cannot parse this file: {first}"
+    offset = doc.lines.offset(row, column)
+    cell, location = doc.locate(offset)
+    return _engine_finding(PARSE_ERROR, message, filename, location, cell, doc.row_of(offset))
+
+
+def _engine_finding(kind: tuple[str, str], message: str, filename: str, location: Location,
+                    cell: int | None = None, row: int = 1) -> Finding:
+    code, name = kind
+    severity = Severity.ERROR
+    return Finding(code, name, message, severity, filename, location, location, None, cell, (row, row))
+
+
+def parse(text: str) -> cst.Module:
+    return cst.parse_module(text)
+
+
+def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Module | None = None,
+         outcome: Outcome | None = None) -> list[Finding]:
+    """Findings for the document's current text (suppressions applied)."""
+    if module is None:
+        try:
+            module = parse(doc.text)
+        except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
+            return [_syntax_error(doc, filename, exc)]
+    reports: list[Report] = []
+    findings: list[Finding] = []
+    try:
+        facts = ModuleFacts(
+            module,
+            doc.text,
+            doc.path,
+            configured_target=settings.target,
+            assumed_policy=settings.assumed_policy,
+            tensor_core_multiple=settings.tensor_core_multiple,
+            inherited_policy=settings.inherited_policy,
+        )
+        mixed = facts.policy.mixed_in_force
+    except Exception as exc:  # an engine bug must surface, not crash the run
+        return [_internal_error(doc, filename, "module analysis", exc)]
+    for rule_class in rules_for(settings.codes):
+        if rule_class.requires_mixed_policy and not mixed:
+            continue
+        before = len(reports)
+        try:
+            rule_class(facts, reports).check()
+        except Exception as exc:
+            del reports[before:]
+            findings.append(_internal_error(doc, filename, f"rule {rule_class.code} ({rule_class.name})", exc))
+    if outcome is not None and settings.details:
+        try:
+            outcome.policy = facts.policy.describe()
+            outcome.target = f"{facts.target.keras} ({facts.target.reason})"
+        except Exception as exc:
+            findings.append(_internal_error(doc, filename, "module analysis", exc))
+    if reports:
+        findings.extend(_to_findings(doc, module, filename, reports))
+        findings = _apply_suppressions(doc.text, findings)
+    findings.sort(key=Finding.sort_key)
+    return findings
+
+
+def _internal_error(doc: Document, filename: str, what: str, exc: BaseException) -> Finding:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" if frame else ""
+    message = f"internal error in {what} on {filename}: {type(exc).__name__}: {exc}{where}"
+    return _engine_finding(INTERNAL_ERROR, message.replace("\n", " "), filename, Location(1, 1))
+
+
+def _apply_suppressions(text: str, findings: list[Finding]) -> list[Finding]:
+    suppressions = parse_suppressions(text)
+    if not suppressions.lines and not suppressions.file:
+        return findings
+    return [
+        f
+        for f in findings
+        if f.code in (PARSE_ERROR[0], INTERNAL_ERROR[0])
+        or not suppressions.suppresses(f.code, f.span_rows[0], f.span_rows[1])
+    ]
+
+
+# -- reports -> findings with positions and edits ----------------------------------------
+
+def _change_nodes(change: Change) -> list[cst.CSTNode]:
+    if isinstance(change, (Replace, ReplaceText)):
+        return [change.node]
+    return [change.statement]
+
+
+def _to_findings(doc: Document, module: cst.Module, filename: str, reports: list[Report]) -> list[Finding]:
+    wanted: list[cst.CSTNode] = []
+    for report in reports:
+        wanted.append(report.node)
+        if report.fix is not None:
+            for change in report.fix.changes:
+                wanted.extend(_change_nodes(change))
+    spans = compute_spans(module, wanted)
+    findings = []
+    for report in reports:
+        span = spans.get(id(report.node))
+        if span is None:
+            findings.append(_internal_error(doc, filename, f"rule {report.code}", LookupError("reported a node that is not in the module")))
+            continue
+        cell, start = doc.locate(span.start)
+        _, end = doc.locate(span.end)
+        fix = None
+        if report.fix is not None:
+            try:
+                fix = _build_fix(doc, module, spans, report)
+            except _InvalidFix as exc:
+                findings.append(_internal_error(doc, filename, f"rule {report.code}", exc))
+                fix = None
+        rows = (doc.row_of(span.start), doc.row_of(max(span.start, span.end - 1)))
+        findings.append(
+            Finding(report.code, report.name, report.message, report.severity, filename, start, end, fix, cell, rows)
+        )
+    return findings
+
+
+def _line_indent(text: str, offset: int) -> str | None:
+    """The whitespace between the start of the line and `offset`, or None if the line
+    has code before `offset` (e.g. `if x: stmt`)."""
+    line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+    prefix = text[line_start:offset]
+    return prefix if prefix.strip() == "" else None
+
+
+def _indented(code: str, indent: str, newline: str) -> list[str]:
+    lines = code.strip("\n").split("\n")
+    return [(indent + line if line.strip() else "") for line in lines]
+
+
+def _edits_for(doc: Document, module: cst.Module, spans: dict[int, Span], change: Change) -> list[tuple[int, int, str]]:
+    text = doc.text
+    newline = module.default_newline
+    nodes = _change_nodes(change)
+    span = spans.get(id(nodes[0]))
+    if span is None:
+        raise _InvalidFix(f"fix refers to a node that is not in the module ({type(nodes[0]).__name__})")
+    if isinstance(change, Replace):
+        return [(span.full_start, span.full_end, render(module, change.new, span.indent))]
+    if isinstance(change, ReplaceText):
+        return [(span.start, span.end, change.text)]
+    indent = _line_indent(text, span.start)
+    if indent is None:
+        raise _InvalidFix("cannot insert a statement next to one that shares its line")
+    if isinstance(change, InsertBefore):
+        lines = _indented(change.code, indent, newline)
+        content = newline.join(lines)[len(indent):] + newline + indent
+        return [(span.start, span.start, content)]
+    if isinstance(change, InsertAfter):
+        end = span.full_end
+        lines = _indented(change.code, indent, newline)
+        content = newline.join(lines) + newline
+        if end == 0 or text[end - 1] not in "\r\n":
+            content = newline + content
+        return [(end, end, content)]
+    if isinstance(change, RemoveStatement):
+        line_start = span.start - len(indent)
+        return [(line_start, span.full_end, "")]
+    raise _InvalidFix(f"unknown change {change!r}")
+
+
+def _build_fix(doc: Document, module: cst.Module, spans: dict[int, Span], report: Report) -> Fix | None:
+    assert report.fix is not None
+    raw: list[tuple[int, int, str]] = []
+    for change in report.fix.changes:
+        raw.extend(_edits_for(doc, module, spans, change))
+    raw.sort()
+    for (s1, e1, _), (s2, e2, _) in zip(raw, raw[1:]):
+        if s2 < e1 or (s1 == s2):
+            raise _InvalidFix(f"fix has overlapping edits at offsets {s1}-{e1} and {s2}-{e2}")
+    for start, end, _ in raw:
+        for p_start, p_end in doc.protected:
+            if start < p_end and p_start < end or (start == end and p_start < start < p_end):
+                return None  # would touch a notebook magic: report without a fix
+    edits = []
+    for start, end, content in raw:
+        if doc.text[start:end] == content:
+            continue
+        _, location = doc.locate(start)
+        _, end_location = doc.locate(end)
+        edits.append(Edit(content, start, end, location, end_location))
+    if not edits:
+        return None
+    return Fix(report.fix.applicability, report.fix.message, tuple(edits))
+
+
+# -- the fix loop -------------------------------------------------------------------------
+
+def _conflict(a: Edit, b: Edit) -> bool:
+    if a.start == b.start:
+        return True
+    if max(a.start, b.start) < min(a.end, b.end):
+        return True
+    return (a.start == a.end and b.start < a.start < b.end) or (b.start == b.end and a.start < b.start < a.end)
+
+
+def select_fixes(findings: list[Finding]) -> list[Finding]:
+    """Non-overlapping fixes, first in the file first; the rest wait for the next round."""
+    chosen: list[Finding] = []
+    taken: list[Edit] = []
+    for finding in sorted(findings, key=lambda f: (f.fix.edits[0].start, f.code)):  # type: ignore[union-attr]
+        edits = finding.fix.edits  # type: ignore[union-attr]
+        if any(_conflict(e, t) for e in edits for t in taken):
+            continue
+        chosen.append(finding)
+        taken.extend(edits)
+    return chosen
+
+
+def apply_edits(text: str, findings: list[Finding]) -> str:
+    edits = sorted((e for f in findings for e in f.fix.edits), key=lambda e: (e.start, e.end), reverse=True)  # type: ignore[union-attr]
+    for edit in edits:
+        text = text[: edit.start] + edit.content + text[edit.end :]
+    return text
+
+
+def _fix_signature(text: str, finding: Finding) -> tuple:
+    return (finding.code, tuple((text[e.start : e.end], e.content) for e in finding.fix.edits))  # type: ignore[union-attr]
+
+
+def _compiles(doc: Document, text: str) -> bool:
+    try:
+        compile(text, doc.path, "exec", doc.compile_flags(), dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _valid(doc: Document, text: str, must_compile: bool) -> cst.Module | None:
+    """The parsed module if `text` parses (and compiles, when the original did)."""
+    try:
+        module = parse(text)
+    except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    if must_compile and not _compiles(doc, text):
+        return None
+    return module
+
+
+def check_document(doc: Document, settings: FileSettings, filename: str, *, fix: bool = False,
+                   unsafe: bool = False) -> Outcome:
+    """Lint a document and, with `fix`, run the convergent fix loop on it."""
+    outcome = Outcome([], doc.text)
+    findings = lint(doc, settings, filename, outcome=outcome)
+    outcome.initial = findings
+    if not fix or not any(f.fix and f.fix.applies(unsafe) for f in findings):
+        outcome.findings = findings
+        return outcome
+    must_compile = _compiles(doc, doc.text)
+    current = doc
+    rejected: set[tuple] = set()
+    errors: list[Finding] = []
+    converged = False
+    for _ in range(MAX_ROUNDS):
+        candidates = [
+            f for f in findings
+            if f.fix is not None and f.fix.applies(unsafe) and _fix_signature(current.text, f) not in rejected
+        ]
+        if not candidates:
+            converged = True
+            break
+        chosen = select_fixes(candidates)
+        new_text = apply_edits(current.text, chosen)
+        module = _valid(doc, new_text, must_compile)
+        if module is None:
+            kept = []
+            for finding in chosen:
+                if _valid(doc, apply_edits(current.text, [finding]), must_compile) is None:
+                    rejected.add(_fix_signature(current.text, finding))
+                    errors.append(_engine_finding(
+                        INTERNAL_ERROR,
+                        f"the fix of {finding.code} ({finding.name}) would make the code invalid; kept the original text",
+                        filename, finding.location, finding.cell, finding.span_rows[0],
+                    ))
+                else:
+                    kept.append(finding)
+            new_text = apply_edits(current.text, kept)
+            module = _valid(doc, new_text, must_compile) if kept else None
+            if module is None:
+                for finding in kept:
+                    rejected.add(_fix_signature(current.text, finding))
+                findings = [f for f in findings if f not in chosen] + [
+                    _without_fix(f) for f in chosen
+                ]
+                continue
+            chosen = kept
+        if new_text == current.text:
+            converged = True
+            break
+        for finding in chosen:
+            outcome.fixed_codes[finding.code] = outcome.fixed_codes.get(finding.code, 0) + 1
+        outcome.fixed += len(chosen)
+        current = current.with_text(new_text)
+        findings = lint(current, settings, filename, module=module)
+    if not converged:
+        pending = sorted({f.code for f in findings if f.fix is not None and f.fix.applies(unsafe)})
+        if pending:
+            errors.append(_engine_finding(
+                INTERNAL_ERROR,
+                f"fixes did not converge after {MAX_ROUNDS} rounds (still fixing: {', '.join(pending)})",
+                filename, Location(1, 1),
+            ))
+    outcome.findings = sorted(findings + errors, key=Finding.sort_key)
+    outcome.text = current.text
+    return outcome
+
+
+def _without_fix(finding: Finding) -> Finding:
+    return Finding(finding.code, finding.name, finding.message, finding.severity, finding.filename,
+                   finding.location, finding.end_location, None, finding.cell, finding.span_rows)

@@ -1,0 +1,94 @@
+"""ModuleFacts: the one pre-analysis of a module that every rule reads.
+
+Built once per parse: the fast index (parents, order, nodes by type), the import
+table and name resolution, variable bindings and constant values. The policy in
+force and the Keras target are computed on first use. Rule families can memoise
+their own analyses here with `facts.analysis(SomeAnalysis)`.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Callable, TypeVar
+
+import libcst as cst
+
+from mplint.analysis.index import ModuleIndex
+from mplint.analysis.names import ImportTable, NameResolver
+from mplint.analysis.values import Bindings, ValueResolver
+from mplint.facts.policy import PolicyFacts
+from mplint.facts.target import Target, decide_target
+
+T = TypeVar("T")
+
+
+class ModuleFacts:
+    def __init__(
+        self,
+        module: cst.Module,
+        text: str,
+        path: str,
+        *,
+        configured_target: str = "auto",
+        assumed_policy: str | None = None,
+        tensor_core_multiple: int = 8,
+        inherited_policy: str | None = None,
+    ) -> None:
+        self.module = module
+        self.text = text
+        self.path = path
+        self.configured_target = configured_target
+        self.assumed_policy = assumed_policy or inherited_policy
+        self.tensor_core_multiple = tensor_core_multiple
+        self.index = ModuleIndex(module)
+        self.bindings = Bindings(self.index)
+        self.imports = ImportTable(self.index.nodes(cst.Import), self.index.nodes(cst.ImportFrom))
+        self.names = NameResolver(self.imports, self.bindings.module_values, self.bindings.all_values)
+        self.values = ValueResolver(self.index, self.bindings)
+        self._analyses: dict[object, object] = {}
+        self._calls_by_name: dict[str, list[cst.Call]] | None = None
+
+    # -- shared facts ---------------------------------------------------------------
+    @cached_property
+    def policy(self) -> PolicyFacts:
+        return PolicyFacts(self)
+
+    @cached_property
+    def target(self) -> Target:
+        used = {name for name in self.calls_by_name}
+        for node in self.index.nodes(cst.Attribute):
+            qualified = self.names.qualified(node)
+            if qualified is not None:
+                used.add(qualified)
+        return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path)
+
+    def analysis(self, factory: Callable[["ModuleFacts"], T]) -> T:
+        """A family-specific analysis, computed once per module and shared by its rules."""
+        if factory not in self._analyses:
+            self._analyses[factory] = factory(self)
+        return self._analyses[factory]  # type: ignore[return-value]
+
+    # -- conveniences -----------------------------------------------------------------
+    def qualified(self, node: cst.BaseExpression) -> str | None:
+        return self.names.qualified(node)
+
+    @property
+    def calls_by_name(self) -> dict[str, list[cst.Call]]:
+        """Calls grouped by the canonical qualified name of what they call."""
+        if self._calls_by_name is None:
+            grouped: dict[str, list[cst.Call]] = {}
+            for call in self.index.nodes(cst.Call):
+                qualified = self.names.qualified(call.func)
+                if qualified is not None:
+                    grouped.setdefault(qualified, []).append(call)
+            self._calls_by_name = grouped
+        return self._calls_by_name
+
+    def calls_to(self, *names: str | frozenset[str] | set[str]) -> list[cst.Call]:
+        """Calls to any of the given canonical names, in source order."""
+        wanted: set[str] = set()
+        for name in names:
+            wanted |= {name} if isinstance(name, str) else set(name)
+        found = [c for n in wanted for c in self.calls_by_name.get(n, [])]
+        found.sort(key=self.index.position_in_order)
+        return found

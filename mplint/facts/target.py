@@ -1,0 +1,240 @@
+"""Which Keras a file targets: Keras 2 (tf.keras <= 2.15, tf_keras) or Keras 3.
+
+The same loss-scaling repair reads differently for each, so fixes are written for the
+file's target. Decided per file, first match wins:
+
+1. `--target` / `target` in config (unless "auto");
+2. the file sets `TF_USE_LEGACY_KERAS` or imports `tf_keras` -> keras2;
+3. the file imports standalone `keras` and uses Keras-3-only names -> keras3;
+4. the project's pinned versions (pyproject.toml, requirements*.txt, setup.cfg,
+   setup.py): `tensorflow<2.16`, `keras<3`, a `tf-keras` dependency -> keras2;
+   `tensorflow>=2.16`, `keras>=3` -> keras3;
+5. the installed tensorflow / keras versions, read from package metadata (never
+   imported);
+6. otherwise keras3 (what `pip install tensorflow` gives today).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+KERAS2 = "keras2"
+KERAS3 = "keras3"
+
+_TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-macos", "tensorflow-intel", "tf-nightly", "tf-nightly-cpu")
+_LEGACY_ENV = re.compile(
+    r"""TF_USE_LEGACY_KERAS['"]?\s*(?:\]\s*=|,|=)\s*['"]?(?:1|true|True|TRUE)\b"""
+)
+KERAS3_ONLY_PREFIXES = (
+    "keras.ops", "keras.config", "keras.random", "keras.tree", "keras.src", "keras.DTypePolicy",
+    "keras.dtype_policies", "keras.mixed_precision.set_dtype_policy", "keras.mixed_precision.DTypePolicy",
+    "keras.Variable", "keras.distribution", "keras.export",
+)
+_PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements.txt")
+
+
+@dataclass(frozen=True)
+class Target:
+    keras: str  # KERAS2 or KERAS3
+    reason: str
+
+    @property
+    def is_keras2(self) -> bool:
+        return self.keras == KERAS2
+
+    @property
+    def is_keras3(self) -> bool:
+        return self.keras == KERAS3
+
+
+def sets_legacy_keras(text: str) -> bool:
+    return "TF_USE_LEGACY_KERAS" in text and _LEGACY_ENV.search(text) is not None
+
+
+def decide_target(
+    configured: str,
+    text: str,
+    imported_modules: set[str],
+    used_names: set[str],
+    path: str,
+) -> Target:
+    if configured in (KERAS2, KERAS3):
+        return Target(configured, "set by --target/config")
+    if sets_legacy_keras(text):
+        return Target(KERAS2, "the file sets TF_USE_LEGACY_KERAS")
+    if any(m == "tf_keras" or m.startswith("tf_keras.") for m in imported_modules):
+        return Target(KERAS2, "the file imports tf_keras")
+    if any(m == "keras" or m.startswith("keras.") for m in imported_modules):
+        for name in used_names:
+            if name.startswith(KERAS3_ONLY_PREFIXES):
+                return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}")
+    pinned = project_pins(project_root(os.path.dirname(os.path.abspath(path))))
+    if pinned is not None:
+        return pinned
+    installed = installed_target()
+    if installed is not None:
+        return installed
+    return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)")
+
+
+@lru_cache(maxsize=256)
+def project_root(folder: str) -> str | None:
+    """The nearest folder (upwards) with packaging metadata or requirements, or None."""
+    current = folder
+    while True:
+        try:
+            names = os.listdir(current)
+        except OSError:
+            names = []
+        if any(n in names for n in _PROJECT_MARKERS) or any(n.startswith("requirements") and n.endswith(".txt") for n in names):
+            return current
+        if ".git" in names:
+            return None
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _requirement_lines(root: str) -> list[tuple[str, str]]:
+    """(requirement string, file) pairs declared in a project root."""
+    found: list[tuple[str, str]] = []
+    candidates = [os.path.join(root, n) for n in sorted(os.listdir(root)) if n.startswith("requirements") and n.endswith(".txt")]
+    req_dir = os.path.join(root, "requirements")
+    if os.path.isdir(req_dir):
+        candidates += [os.path.join(req_dir, n) for n in sorted(os.listdir(req_dir)) if n.endswith(".txt")]
+    for path in candidates:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    line = line.split("#", 1)[0].strip()
+                    if line and not line.startswith("-"):
+                        found.append((line, os.path.basename(path)))
+        except OSError:
+            continue
+    pyproject = os.path.join(root, "pyproject.toml")
+    if os.path.isfile(pyproject):
+        try:
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # pragma: no cover
+                import tomli as tomllib  # type: ignore[no-redef]
+            with open(pyproject, "rb") as handle:
+                data = tomllib.load(handle)
+            project = data.get("project", {})
+            for item in project.get("dependencies", []) or []:
+                found.append((str(item), "pyproject.toml"))
+            for group in (project.get("optional-dependencies", {}) or {}).values():
+                for item in group:
+                    found.append((str(item), "pyproject.toml"))
+        except Exception:
+            pass
+    setup_cfg = os.path.join(root, "setup.cfg")
+    if os.path.isfile(setup_cfg):
+        import configparser
+
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(setup_cfg, encoding="utf-8")
+            requires = parser.get("options", "install_requires", fallback="")
+            found += [(line.strip(), "setup.cfg") for line in requires.splitlines() if line.strip()]
+        except (configparser.Error, UnicodeDecodeError):
+            pass
+    setup_py = os.path.join(root, "setup.py")
+    if os.path.isfile(setup_py):
+        try:
+            with open(setup_py, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+            for match in re.finditer(r"""['"]((?:tensorflow|tf-nightly|tf[-_]keras|keras)[\w-]*\s*[<>=!~][^'"]*)['"]""", text):
+                found.append((match.group(1), "setup.py"))
+        except OSError:
+            pass
+    return found
+
+
+_NEW = ("2.16.0", "2.17.0", "2.21.0", "3.0.0")
+_OLD = ("1.15.0", "2.3.0", "2.4.0", "2.10.0", "2.13.0", "2.15.0", "2.15.1")
+_KERAS_NEW = ("3.0.0", "3.5.0", "3.15.0")
+_KERAS_OLD = ("2.4.0", "2.10.0", "2.15.0")
+
+
+@lru_cache(maxsize=64)
+def project_pins(root: str | None) -> Target | None:
+    if root is None:
+        return None
+    try:
+        lines = _requirement_lines(root)
+    except OSError:
+        return None
+    if not lines:
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for line, source in lines:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        name = requirement.name.lower().replace("_", "-")
+        spec = requirement.specifier
+        if name in ("tf-keras",):
+            return Target(KERAS2, f"{source} depends on tf-keras")
+        if name in _TF_DISTRIBUTIONS and str(spec):
+            new = any(spec.contains(v, prereleases=True) for v in _NEW)
+            old = any(spec.contains(v, prereleases=True) for v in _OLD)
+            if old and not new:
+                return Target(KERAS2, f"{source} pins {line} (Keras 2 era)")
+            if new and not old:
+                return Target(KERAS3, f"{source} pins {line} (Keras 3 era)")
+        if name == "keras" and str(spec):
+            new = any(spec.contains(v, prereleases=True) for v in _KERAS_NEW)
+            old = any(spec.contains(v, prereleases=True) for v in _KERAS_OLD)
+            if old and not new:
+                return Target(KERAS2, f"{source} pins {line}")
+            if new and not old:
+                return Target(KERAS3, f"{source} pins {line}")
+    return None
+
+
+@lru_cache(maxsize=1)
+def installed_versions() -> dict[str, str]:
+    """Installed tensorflow / keras / tf-keras versions, from metadata only."""
+    from importlib import metadata
+
+    versions: dict[str, str] = {}
+    for dist in (*_TF_DISTRIBUTIONS, "keras", "tf-keras"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+        except Exception:  # broken metadata must not break linting
+            continue
+    return versions
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    numbers = re.findall(r"\d+", version)
+    return (int(numbers[0]) if numbers else 0, int(numbers[1]) if len(numbers) > 1 else 0)
+
+
+@lru_cache(maxsize=1)
+def installed_target() -> Target | None:
+    versions = installed_versions()
+    for dist in _TF_DISTRIBUTIONS:
+        if dist in versions:
+            if _major_minor(versions[dist]) < (2, 16):
+                return Target(KERAS2, f"installed {dist} {versions[dist]} (Keras 2)")
+            return Target(KERAS3, f"installed {dist} {versions[dist]} (Keras 3)")
+    if "keras" in versions:
+        if _major_minor(versions["keras"]) < (3, 0):
+            return Target(KERAS2, f"installed keras {versions['keras']}")
+        return Target(KERAS3, f"installed keras {versions['keras']}")
+    return None
+
+
+def environment_fingerprint() -> str:
+    """What outside a file can change a target decision (for the cache key)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(installed_versions().items()))

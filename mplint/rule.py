@@ -1,0 +1,164 @@
+"""The rule base: a rule is a small class with its metadata, docs and `check`.
+
+    class FloatSixteenOutput(Rule):
+        '''## What it does ... ## Why is this bad? ... ## Example ... ## Use instead ...
+        ## Fix safety ...'''
+        code = "MP101"
+        name = "float16-model-output"
+        severity = Severity.ERROR
+        fix_availability = FixAvailability.SOMETIMES
+        requires_mixed_policy = True
+
+        def check(self) -> None:
+            for call in self.facts.index.nodes(cst.Call): ...
+                self.report(call, "...", fix=self.fix("...", [Replace(old, new)], unsafe=True))
+
+Every subclass with a `code` is registered (see `mplint.registry`). Rules read the
+shared module facts (`self.facts`: imports, policy, Keras target, values) and report
+nodes; the engine turns nodes into positions and changes into text edits.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Sequence, Union
+
+import libcst as cst
+
+from mplint.diagnostics import Applicability, FixAvailability, Severity
+
+if TYPE_CHECKING:
+    from mplint.facts.module import ModuleFacts
+
+# Text that any mixed-precision code mentions: the pre-filter's default trigger.
+MIXED_PRECISION_TOKENS = (
+    r"mixed_precision|mixed_float16|mixed_bfloat16|float16|LossScale|set_dtype_policy|"
+    r"set_global_policy|set_policy|graph_rewrite|AUTO_MIXED_PRECISION|set_floatx|DTypePolicy"
+)
+KERAS_TOKENS = r"keras|tensorflow|\btf\b"
+
+
+# -- changes a fix is made of --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace a node (with the whitespace it owns) by a new node, rendered in place."""
+
+    node: cst.CSTNode
+    new: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class ReplaceText:
+    """Replace the node's own text (not its surrounding whitespace) by `text`."""
+
+    node: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
+class InsertBefore:
+    """Insert statement(s) `code` on the line(s) before a statement, same indentation."""
+
+    statement: cst.CSTNode
+    code: str
+
+
+@dataclass(frozen=True)
+class InsertAfter:
+    """Insert statement(s) `code` on the line(s) after a statement, same indentation."""
+
+    statement: cst.CSTNode
+    code: str
+
+
+@dataclass(frozen=True)
+class RemoveStatement:
+    """Delete a whole statement line (with its leading comments kept)."""
+
+    statement: cst.CSTNode
+
+
+Change = Union[Replace, ReplaceText, InsertBefore, InsertAfter, RemoveStatement]
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    applicability: Applicability
+    message: str
+    changes: tuple[Change, ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    code: str
+    name: str
+    severity: Severity
+    node: cst.CSTNode
+    message: str
+    fix: FixPlan | None
+
+
+# -- the base class ----------------------------------------------------------------------
+
+_SECTION = re.compile(r"^## (.+)$", re.M)
+REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
+
+
+class Rule:
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.WARNING
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    # Skip the rule (cheaply) unless a mixed policy is in force in the module.
+    requires_mixed_policy: ClassVar[bool] = False
+    # Regexes that must all occur in the file text for the rule to possibly fire.
+    triggers: ClassVar[tuple[str, ...]] = (MIXED_PRECISION_TOKENS,)
+    # Under `assume-policy`, what a file must mention instead (policy-gated rules).
+    assumed_triggers: ClassVar[tuple[str, ...]] = (KERAS_TOKENS,)
+
+    def __init__(self, facts: "ModuleFacts", sink: list[Report]) -> None:
+        self.facts = facts
+        self._sink = sink
+
+    def check(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- helpers for subclasses -------------------------------------------------
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixPlan | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix))
+
+    @staticmethod
+    def fix(message: str, changes: Sequence[Change], unsafe: bool = False) -> FixPlan:
+        applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
+        return FixPlan(applicability, message, tuple(changes))
+
+    # -- documentation --------------------------------------------------------------
+    @classmethod
+    def doc(cls) -> str:
+        return textwrap.dedent(inspect.getdoc(cls) or "").strip()
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        text = cls.doc()
+        parts = _SECTION.split(text)
+        return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+    @classmethod
+    def summary(cls) -> str:
+        """First sentence of 'What it does'."""
+        what = cls.doc_sections().get("What it does", "")
+        return what.split("\n\n")[0].replace("\n", " ").strip()
+
+    @classmethod
+    def family(cls) -> str:
+        return cls.__module__.rsplit(".", 1)[-1]

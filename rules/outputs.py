@@ -1,0 +1,194 @@
+"""MP1xx: the dtype policy and float16 model outputs."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mplint.analysis.calls import get_arg, quote_like, string_value
+from mplint.diagnostics import FixAvailability, Severity
+from mplint.facts.policy import POLICY_CONSTRUCTORS, PolicySetting
+from mplint.rule import Replace, Rule
+
+PURE_HALF = {"float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
+# Keras names whose `dtype=` is a data dtype, not a dtype policy.
+_DATA_DTYPE_LAYERS = frozenset({"keras.Input", "keras.layers.Input", "keras.layers.InputLayer"})
+
+TPU_SETUP = frozenset(
+    {
+        "tensorflow.distribute.TPUStrategy",
+        "tensorflow.distribute.experimental.TPUStrategy",
+        "tensorflow.distribute.cluster_resolver.TPUClusterResolver",
+        "tensorflow.tpu.experimental.initialize_tpu_system",
+        "tensorflow.contrib.cluster_resolver.TPUClusterResolver",
+    }
+)
+
+
+def _is_keras_layer_call(facts, call: cst.Call) -> bool:
+    qualified = facts.qualified(call.func)
+    if qualified is None or qualified in _DATA_DTYPE_LAYERS:
+        return False
+    return qualified.startswith("keras.layers.") and qualified.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _policy_literal(facts, expr: cst.BaseExpression | None):
+    """The string literal that spells a policy expression, following a Policy(...) call
+    or a constant bound once; None if there is not exactly one."""
+    if expr is None:
+        return None
+    if isinstance(expr, cst.Call) and facts.qualified(expr.func) in POLICY_CONSTRUCTORS:
+        arg = get_arg(expr, 0, "name")
+        return _policy_literal(facts, arg.value if arg else None)
+    if isinstance(expr, cst.Name):
+        bound = facts.bindings.values_visible(expr, facts.index)
+        if len(bound) == 1 and isinstance(bound[0], cst.Call):
+            return _policy_literal(facts, bound[0])
+    value = facts.values.resolve(expr)
+    if value is not None and isinstance(value.value, str) and value.single_source is not None:
+        literal = value.single_source.literal
+        if isinstance(literal, cst.SimpleString):
+            return literal
+    return None
+
+
+class Float16Variables(Rule):
+    """## What it does
+    Finds a pure `"float16"` or `"bfloat16"` dtype policy, set globally
+    (`set_global_policy`, `set_dtype_policy`, `set_policy`, `set_floatx`) or on a
+    layer (`Dense(..., dtype="float16")`).
+
+    ## Why is this bad?
+    Under a pure float16 policy the layer's *variables* are float16 too, not only its
+    computations. Weight updates smaller than float16's resolution (about 1e-3 relative)
+    are lost, so training stalls or diverges. The `mixed_` policies compute in
+    float16/bfloat16 but keep variables in float32, which is what the mixed-precision
+    guide recommends.
+
+    ## Example
+    ```python
+    tf.keras.mixed_precision.set_global_policy("float16")
+    layer = tf.keras.layers.Dense(64, dtype="float16")
+    ```
+
+    ## Use instead
+    ```python
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    layer = tf.keras.layers.Dense(64, dtype="mixed_float16")
+    ```
+
+    ## Fix safety
+    Unsafe: variables become float32, so a checkpoint saved with float16 variables may
+    no longer load as it did, and numerics change. The fix rewrites the policy string
+    where it is written (also a constant or a `Policy(...)` argument); a
+    `set_floatx("float16")` call is reported without a fix, since the replacement is a
+    different API.
+    """
+
+    code = "MP103"
+    name = "float16-variables"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.SOMETIMES
+
+    def check(self) -> None:
+        policy = self.facts.policy
+        for setting in policy.global_settings:
+            self._check_setting(setting, "global policy")
+        for call in self.facts.index.nodes(cst.Call):
+            arg = get_arg(call, None, "dtype")
+            if arg is None or not _is_keras_layer_call(self.facts, call):
+                continue
+            names = policy.policy_names(arg.value)
+            if names and len(names) == 1 and next(iter(names)) in PURE_HALF:
+                self._report(call, arg.value, next(iter(names)), "layer dtype")
+
+    def _check_setting(self, setting: PolicySetting, what: str) -> None:
+        if not setting.names or len(setting.names) != 1:
+            return
+        (name,) = setting.names
+        if name not in PURE_HALF:
+            return
+        if setting.kind == "floatx":
+            self.report(
+                setting.call,
+                f"`set_floatx({name!r})` makes every variable {name}; use the "
+                f"`{PURE_HALF[name]}` policy (set_global_policy) to keep variables in float32",
+            )
+            return
+        self._report(setting.call, setting.argument, name, what)
+
+    def _report(self, node: cst.CSTNode, expr: cst.BaseExpression | None, name: str, what: str) -> None:
+        mixed = PURE_HALF[name]
+        message = f"{what} {name!r} keeps the variables in {name}; use {mixed!r} (float32 variables, {name} compute)"
+        literal = _policy_literal(self.facts, expr)
+        fix = None
+        if literal is not None and string_value(literal) == name:
+            fix = self.fix(f"Use the {mixed!r} policy", [Replace(literal, quote_like(literal, mixed))], unsafe=True)
+        elif isinstance(expr, cst.Attribute) and self.facts.qualified(expr) in (
+            f"tensorflow.{name}", f"tensorflow.dtypes.{name}"
+        ):
+            fix = self.fix(f"Use the {mixed!r} policy", [Replace(expr, cst.SimpleString(f'"{mixed}"'))], unsafe=True)
+        self.report(node, message, fix=fix)
+
+
+class Float16OnTpu(Rule):
+    """## What it does
+    Finds the `mixed_float16` policy in code that sets up a TPU (`TPUStrategy`,
+    `TPUClusterResolver`, `initialize_tpu_system`) unconditionally.
+
+    ## Why is this bad?
+    TPUs compute in bfloat16, not float16: the guide says to use `mixed_bfloat16` on
+    TPUs. bfloat16 has float32's exponent range, so it also needs no loss scaling.
+
+    ## Example
+    ```python
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+    strategy = tf.distribute.TPUStrategy(resolver)
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    ```
+
+    ## Use instead
+    ```python
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+    strategy = tf.distribute.TPUStrategy(resolver)
+    tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    ```
+
+    ## Fix safety
+    Unsafe: it changes the compute dtype. Code that picks TPU or GPU at run time (a
+    TPU setup inside `try`/`if`, or a policy that is already conditional) is not
+    reported.
+    """
+
+    code = "MP104"
+    name = "float16-on-tpu"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.SOMETIMES
+    requires_mixed_policy = True
+
+    def check(self) -> None:
+        facts = self.facts
+        tpu_calls = [c for c in facts.calls_to(TPU_SETUP) if not self._conditional(c)]
+        if not tpu_calls:
+            return
+        for setting in facts.policy.settings:
+            if setting.names != frozenset({"mixed_float16"}):
+                continue
+            literal = _policy_literal(facts, setting.argument)
+            fix = None
+            if literal is not None and string_value(literal) == "mixed_float16":
+                fix = self.fix(
+                    "Use the 'mixed_bfloat16' policy",
+                    [Replace(literal, quote_like(literal, "mixed_bfloat16"))],
+                    unsafe=True,
+                )
+            self.report(
+                setting.call,
+                "'mixed_float16' in code that runs on a TPU: TPUs compute in bfloat16, use 'mixed_bfloat16'",
+                fix=fix,
+            )
+
+    def _conditional(self, call: cst.Call) -> bool:
+        for ancestor in self.facts.index.ancestors(call):
+            if isinstance(ancestor, (cst.If, cst.Try, cst.ExceptHandler, cst.IfExp, cst.TryStar)):
+                return True
+        return False
