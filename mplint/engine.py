@@ -383,13 +383,18 @@ def check_document(doc: Document, settings: FileSettings, filename: str, *, fix:
         current = current.with_text(new_text)
         findings = lint(current, settings, filename, module=module)
     if not converged:
+        # A rule that keeps fixing its own output is a bug: keep the original text.
         pending = sorted({f.code for f in findings if f.fix is not None and f.fix.applies(unsafe)})
-        if pending:
-            errors.append(_engine_finding(
-                INTERNAL_ERROR,
-                f"fixes did not converge after {MAX_ROUNDS} rounds (still fixing: {', '.join(pending)})",
-                filename, Location(1, 1),
-            ))
+        errors.append(_engine_finding(
+            INTERNAL_ERROR,
+            f"fixes did not converge after {MAX_ROUNDS} rounds (still fixing: {', '.join(pending)}); "
+            "kept the original text",
+            filename, Location(1, 1),
+        ))
+        outcome.findings = sorted(outcome.initial + errors, key=Finding.sort_key)
+        outcome.fixed = 0
+        outcome.fixed_codes = {}
+        return outcome
     outcome.findings = sorted(findings + errors, key=Finding.sort_key)
     outcome.text = current.text
     return outcome
