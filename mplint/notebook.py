@@ -305,3 +305,76 @@ def decode_notebook(path: str, data: bytes) -> NotebookDocument:
                            cells=cells)
     doc._index_sentinels()
     return doc
+
+
+class FileLocator:
+    """Maps cell-relative positions to line and column of the `.ipynb` file itself, for
+    reports whose consumers only know files (GitHub annotations, SARIF regions).
+
+    Works when mplint can reproduce the file's JSON layout exactly: each source string
+    is found in the file by dumping the notebook with unique tokens in their place.
+    Columns count characters of the JSON text (escapes included).
+    """
+
+    def __init__(self, doc: NotebookDocument) -> None:
+        self._cells: dict[int, list[tuple[int, str, int, int]]] = {}  # number -> (offset, piece, line, col)
+        if not doc.layout.get("faithful"):
+            return
+        self._ensure_ascii = doc.layout["ensure_ascii"]
+        notebook = json.loads(json.dumps(doc.notebook))
+        token, dumped = "mplint-locate-", json.dumps(doc.notebook)
+        while token in dumped:
+            token += "x"
+        pieces: dict[str, tuple[int, int, str]] = {}
+        for cell in doc.cells:
+            raw = notebook["cells"][cell.index]
+            source = raw.get("source", "")
+            parts = source if isinstance(source, list) else [source]
+            names = []
+            for j, part in enumerate(parts):
+                name = f"{token}{cell.number}-{j}"
+                pieces[name] = (cell.number, j, part)
+                names.append(name)
+            raw["source"] = names if isinstance(source, list) else names[0]
+        text = _dump(notebook, doc.layout)
+        found: dict[str, tuple[int, int]] = {}
+        for row, line in enumerate(text.split(doc.layout["newline"]), 1):
+            at = line.find('"' + token)
+            if at >= 0:
+                name = line[at + 1 : line.index('"', at + 1)]
+                found[name] = (row, at + 2)  # 1-based column of the string's first character
+        offsets: dict[int, int] = {}
+        for name, (number, _, part) in pieces.items():
+            if name not in found:
+                self._cells.clear()
+                return
+            start = offsets.get(number, 0)
+            self._cells.setdefault(number, []).append((start, part, *found[name]))
+            offsets[number] = start + len(part)
+
+    def locate(self, cell: int, row: int, column: int) -> tuple[int, int] | None:
+        """(line, column) in the file of a 1-based cell row and column, if known."""
+        pieces = self._cells.get(cell)
+        if not pieces:
+            return None
+        source = "".join(piece for _, piece, _, _ in pieces)
+        lines = LineIndex(source)
+        if row > lines.row_count:
+            return None
+        offset = lines.offset(row, column)
+        for start, piece, line, col in reversed(pieces):
+            if start <= offset:
+                prefix = piece[: offset - start]
+                escaped = json.dumps(prefix, ensure_ascii=self._ensure_ascii)[1:-1]
+                return line, col + len(escaped)
+        return None
+
+
+def file_locator(path: str) -> FileLocator | None:
+    """A FileLocator for the notebook at `path` as it is now on disk, or None."""
+    from mplint.source import read_bytes
+
+    try:
+        return FileLocator(decode_notebook(path, read_bytes(path)))
+    except (OSError, SourceError, ValueError, KeyError, TypeError):
+        return None
