@@ -102,6 +102,12 @@ def _file_settings(settings: Settings, path: str, details: bool):
     )
 
 
+def file_settings(settings: Settings, path: str, details: bool = False):
+    """The engine's settings (`engine.FileSettings`) for one file under `settings`:
+    for embedders that lint text they hold (the language server, the flake8 plugin)."""
+    return _file_settings(settings, path, details)
+
+
 def _environment_key(path: str, target: str) -> str:
     if target != "auto":
         return ""
