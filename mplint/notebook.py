@@ -151,7 +151,7 @@ class NotebookDocument(Document):
         sentinels = list(_SENTINEL_LINE.finditer(self.text))
         self._rows = [(lines.row_col(m.start())[0], int(m.group(1))) for m in sentinels]
         self.protected = [(m.start(), m.end() + 1) for m in sentinels]
-        self.protected += [(m.start(), m.end()) for m in _MASKED_LINE.finditer(self.text)]
+        self.protected += _marker_ranges(self.text)
         self.protected.sort()
 
     def locate(self, offset: int) -> tuple[int | None, Location]:
@@ -190,7 +190,7 @@ class NotebookDocument(Document):
             body = text[m.end() + 1 : end]
             if body.endswith("\n"):
                 body = body[:-1]
-            body = _unmask(body, cell)
+            body = _unmask(body, cell.magic_lines, f"cell {cell.number}")
             sources[cell.number] = body
         return sources
 
@@ -212,21 +212,50 @@ class NotebookDocument(Document):
         return codecs.BOM_UTF8 + data if self.bom else data
 
 
-def _unmask(body: str, cell: _Cell) -> str:
+def _unmask(body: str, magic_lines: list[str], where: str) -> str:
     """Put a cell's magic lines back in place of their markers (each exactly once)."""
     used: list[int] = []
 
     def restore(match: re.Match[str]) -> str:
         index = int(match.group(2))
-        if index >= len(cell.magic_lines):
-            raise SourceError(f"not rewritten: cell {cell.number}: a masked IPython line was changed")
+        if index >= len(magic_lines):
+            raise SourceError(f"not rewritten: {where}: a masked IPython line was changed")
         used.append(index)
-        return cell.magic_lines[index]
+        return magic_lines[index]
 
     body = _MASKED_LINE.sub(restore, body)
-    if sorted(used) != list(range(len(cell.magic_lines))):
-        raise SourceError(f"not rewritten: cell {cell.number}: a masked IPython line was moved or removed")
+    if sorted(used) != list(range(len(magic_lines))):
+        raise SourceError(f"not rewritten: {where}: a masked IPython line was moved or removed")
     return body
+
+
+def _marker_ranges(text: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _MASKED_LINE.finditer(text)]
+
+
+@dataclass
+class CellDocument(Document):
+    """One notebook cell on its own (as an editor holds it), IPython syntax masked."""
+
+    magic_lines: list[str] = field(default_factory=list)
+
+    def with_text(self, text: str) -> "CellDocument":
+        return CellDocument(self.path, text, protected=_marker_ranges(text), magic_lines=self.magic_lines)
+
+    def compile_flags(self) -> int:
+        return ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+def mask_cell(path: str, source: str) -> CellDocument:
+    """A document for one cell's source; rows and columns of its Python lines are
+    those of the source (only magic lines change)."""
+    masked, magic_lines = _mask_cell(source)
+    return CellDocument(path, masked, protected=_marker_ranges(masked), magic_lines=magic_lines)
+
+
+def unmask_cell(source: str, fixed: str) -> str:
+    """The fixed text of a cell masked by `mask_cell(path, source)`, magics restored."""
+    return _unmask(fixed, _mask_cell(source)[1], "notebook cell")
 
 
 def _split_source(source: str) -> list[str]:
