@@ -99,7 +99,7 @@ class Settings:
 def _spec(pattern: str):
     import pathspec
 
-    return pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
 def glob_match(pattern: str, relpath: str) -> bool:
