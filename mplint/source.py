@@ -78,7 +78,9 @@ def decode_python(path: str, data: bytes) -> Document:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot decode: {exc}") from None
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise SourceError(f"cannot decode: {exc}") from None
+        encoding = "utf-8"  # no cookie and not UTF-8: the decode below says where
     bom = encoding == "utf-8-sig"
     body = data[len(codecs.BOM_UTF8) :] if bom else data
     codec = "utf-8" if bom else encoding
