@@ -28,6 +28,7 @@ from mplint.diagnostics import (
     Location,
     Severity,
 )
+from mplint.config import FileSettings  # noqa: F401  (re-exported: engine API)
 from mplint.facts.module import ModuleFacts
 from mplint.registry import rules_for
 from mplint.rule import (
@@ -43,18 +44,6 @@ from mplint.source import Document
 from mplint.suppressions import parse_suppressions
 
 MAX_ROUNDS = 10
-
-
-@dataclass(frozen=True)
-class FileSettings:
-    """Everything the engine needs to know about one file's configuration."""
-
-    codes: frozenset[str]
-    target: str = "auto"
-    assumed_policy: str | None = None
-    tensor_core_multiple: int = 8
-    inherited_policy: str | None = None
-    details: bool = False  # also report the Keras target and policy used (--verbose)
 
 
 @dataclass

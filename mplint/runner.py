@@ -9,15 +9,13 @@ files in memory.
 
 from __future__ import annotations
 
-import difflib
 import os
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from mplint.cache import Cache, content_key
 from mplint.codes import all_codes
-from mplint.config import ConfigResolver, Settings
+from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
 from mplint.discovery import Found, PathProblem, discover
 from mplint.prefilter import needs_parse
@@ -70,7 +68,7 @@ class Job:
     path: str
     filename: str
     data: bytes
-    file_settings: object  # engine.FileSettings (kept untyped: no engine import here)
+    file_settings: FileSettings
     key_suffix: tuple[str, ...]
     options: RunOptions
 
@@ -89,19 +87,6 @@ def _source_error_finding(filename: str, exc: SourceError) -> Finding:
                    span_rows=(exc.location.row, exc.location.row))
 
 
-def _file_settings(settings: Settings, path: str, details: bool):
-    from mplint.engine import FileSettings
-
-    rel = settings.relpath(path)
-    return FileSettings(
-        codes=settings.codes_for(rel, all_codes()),
-        target=settings.target,
-        assumed_policy=settings.assumed_policy(rel),
-        tensor_core_multiple=settings.tensor_core_multiple,
-        details=details,
-    )
-
-
 def _environment_key(path: str, target: str) -> str:
     if target != "auto":
         return ""
@@ -112,6 +97,8 @@ def _environment_key(path: str, target: str) -> str:
 
 
 def _diff(filename: str, old: str, new: str) -> str:
+    import difflib
+
     return "".join(
         difflib.unified_diff(
             old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=filename, tofile=filename
@@ -177,12 +164,15 @@ class _Pool:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._executor: ProcessPoolExecutor | None = None
-        self._pending: set[Future] = set()
+        self._executor = None  # a ProcessPoolExecutor, started on first use
+        self._pending: set = set()
 
     def submit(self, job: Job) -> list[FileResult]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
         if self._executor is None:
             import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
             import mplint.engine  # noqa: F401  (import once, before forking)
 
@@ -286,10 +276,10 @@ def _prepare(item: Found, options: RunOptions, cache: Cache | None) -> Job | Fil
     assumed = settings.assumed_policy(rel) is not None
     if not needs_parse(doc.text, assume_policy=assumed):
         return result
-    file_settings = _file_settings(settings, item.path, options.details)
+    file_settings = settings.for_file(item.path, all_codes(), options.details)
     if not file_settings.codes:
         return result
-    key_suffix = (repr(file_settings), _environment_key(item.path, settings.target))
+    key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target))
     if cache is not None and not options.details:
         cached = cache.get(item.path, content_key(data, *key_suffix), filename)
         if cached is not None:
