@@ -28,17 +28,15 @@ sys.path.insert(0, HERE)
 from synthetic_repo import generate  # noqa: E402
 
 
-def _mplint(args: list[str], cwd: str) -> tuple[float, int]:
-    """Wall time and peak RSS (KiB) of one `python -m mplint` run."""
+def _mplint(args: list[str], cwd: str) -> float:
+    """Wall time of one `python -m mplint` run (start-up included)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "mplint", *args], cwd=cwd,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, stderr = proc.communicate()
-    _, status, usage = os.wait4(proc.pid, 0) if False else (None, proc.returncode, None)
+    proc = subprocess.run([sys.executable, "-m", "mplint", *args], cwd=cwd,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1):
-        raise SystemExit(f"mplint failed ({proc.returncode}): {stderr.decode()[-2000:]}")
-    return elapsed, 0
+        raise SystemExit(f"mplint failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    return elapsed
 
 
 def _peak_rss_kib(args: list[str], cwd: str) -> int:
@@ -75,6 +73,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--keep", help="generate into this folder and keep it")
+    parser.add_argument("--memory", action="store_true", help="also measure peak RSS on a repository twice as big")
     args = parser.parse_args()
 
     root = args.keep or tempfile.mkdtemp(prefix="mplint-bench-")
@@ -90,13 +89,18 @@ def main() -> None:
     cold_times, warm_times = [], []
     for _ in range(args.repeat):
         shutil.rmtree(os.path.join(root, ".mplint_cache"), ignore_errors=True)
-        cold_times.append(_mplint(["."], root)[0])
-        warm_times.append(_mplint(["."], root)[0])
+        cold_times.append(_mplint(["."], root))
+        warm_times.append(_mplint(["."], root))
     cold, warm = best(cold_times), best(warm_times)
-    one_mixed = best([_mplint(["--no-cache", mixed_file], root)[0] for _ in range(args.repeat * 2)])
-    one_plain = best([_mplint(["--no-cache", plain_file], root)[0] for _ in range(args.repeat * 2)])
-    shutil.rmtree(os.path.join(root, ".mplint_cache"), ignore_errors=True)
+    one_mixed = best([_mplint(["--no-cache", mixed_file], root) for _ in range(args.repeat * 2)])
+    one_plain = best([_mplint(["--no-cache", plain_file], root) for _ in range(args.repeat * 2)])
     rss = _peak_rss_kib(["--no-cache", "."], root)
+    rss_double = None
+    if args.memory:
+        double = tempfile.mkdtemp(prefix="mplint-bench-2x-")
+        generate(double, args.files * 2, args.seed)
+        rss_double = _peak_rss_kib(["--no-cache", "."], double)
+        shutil.rmtree(double, ignore_errors=True)
 
     rows = [
         ("bare libcst parse (baseline)", parse, files, lines),
@@ -111,6 +115,8 @@ def main() -> None:
         per_lines = f"{n_lines / seconds:12.0f}" if n_lines else f"{'':12}"
         print(f"{label:34} {seconds:9.3f} {n_files / seconds:10.0f} {per_lines} {seconds / parse:8.3f}")
     print(f"peak RSS of a cold run: {rss / 1024:.0f} MiB")
+    if rss_double is not None:
+        print(f"peak RSS of a cold run on twice as many files: {rss_double / 1024:.0f} MiB")
     verdict = {
         "cold <= 0.1x parse": cold <= 0.1 * parse,
         "warm <= 0.02x parse": warm <= 0.02 * parse,
@@ -125,6 +131,7 @@ def main() -> None:
                 "files": files, "lines": lines, "mixed_files": counts["mixed"], "parse_s": parse,
                 "cold_s": cold, "warm_s": warm, "one_mixed_s": one_mixed, "one_plain_s": one_plain,
                 "peak_rss_mib": rss / 1024, "targets": verdict,
+                "peak_rss_double_mib": rss_double / 1024 if rss_double else None,
             }, handle, indent=2)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)

@@ -159,6 +159,19 @@ def process(job: Job) -> FileResult:
     return result
 
 
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent (which then lets in-flight files finish) and
+    turn SIGTERM into an orderly exit (so a temp file is never left half-written)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+
+
+def _exit_on_signal(signum, frame):  # pragma: no cover - runs in workers
+    raise SystemExit(128 + signum)
+
+
 class _Pool:
     """Worker processes, started on first use, with a bounded window of jobs in flight."""
 
@@ -177,7 +190,9 @@ class _Pool:
             import mplint.engine  # noqa: F401  (import once, before forking)
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method))
+            self._executor = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context(method), initializer=_worker_init
+            )
         self._pending.add(self._executor.submit(process, job))
         done: list[FileResult] = []
         if len(self._pending) >= self.workers * 4:
