@@ -127,6 +127,10 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
     if outcome is not None and settings.details:
         try:
             outcome.policy = facts.policy.describe()
+            if settings.inherited_from and not settings.assumed_policy:
+                outcome.policy = outcome.policy.replace(
+                    "(assume-policy)", f"(set in {settings.inherited_from}, which imports this module)"
+                )
             outcome.target = f"{facts.target.keras} ({facts.target.reason})"
         except Exception as exc:
             findings.append(_internal_error(doc, filename, "module analysis", exc))

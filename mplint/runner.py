@@ -9,6 +9,7 @@ files in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -18,7 +19,8 @@ from mplint.codes import all_codes
 from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
 from mplint.discovery import Found, PathProblem, discover
-from mplint.prefilter import needs_parse
+from mplint.policy_inheritance import PolicyGraph
+from mplint.prefilter import mentions_keras, needs_parse
 from mplint.source import Document, FileTooLarge, SourceError, atomic_write, decode_python, read_bytes
 
 POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
@@ -210,6 +212,16 @@ class _Pool:
             self._executor.shutdown(wait=True, cancel_futures=cancel)
 
 
+@dataclass
+class _Scanned:
+    """What the first pass learned about a file (no bytes kept: memory stays flat)."""
+
+    item: Found
+    needs_parse: bool = False
+    mentions_keras: bool = False
+    result: FileResult | None = None  # final already (unreadable, undecodable, skipped)
+
+
 def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> RunResult:
     paths = list(paths)
     found: list[Found] = []
@@ -223,15 +235,26 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> 
         else:
             found.append(item)
     result.files = len(found)
-    cache = None
-    if options.cache and found:
-        cache = Cache(found[0].settings.root)
+    # Pass 1: read, decode and pre-filter every file; learn which modules set a mixed
+    # policy and what they import (see mplint.policy_inheritance).
+    graph = PolicyGraph(roots=sorted({os.path.abspath(p) for p in paths if os.path.isdir(p)} | {os.getcwd()}))
+    scanned = [_scan(item, graph) for item in found]
+    inherited = graph.inherited()
+    cache = Cache(found[0].settings.root) if options.cache and found else None
     workers = options.jobs or min(os.cpu_count() or 1, 8)
     pool = _Pool(workers) if workers > 1 and len(found) >= POOL_MIN_FILES else None
     results: list[FileResult] = []
+    # Pass 2: the engine, for files that need it.
     try:
-        for item in found:
-            prepared = _prepare(item, options, cache)
+        for scan in scanned:
+            if scan.result is not None:
+                results.append(scan.result)
+                continue
+            policy = inherited.get(os.path.abspath(scan.item.path))
+            if not scan.needs_parse and not (policy and scan.mentions_keras):
+                results.append(FileResult(scan.item.path, scan.item.path))
+                continue
+            prepared = _prepare(scan.item, options, cache, policy)
             if isinstance(prepared, FileResult):
                 results.append(prepared)
             elif pool is not None:
@@ -267,40 +290,55 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> 
     return result
 
 
-def _prepare(item: Found, options: RunOptions, cache: Cache | None) -> Job | FileResult:
-    """Read, decode and pre-filter a file in the parent; a Job if it needs the engine."""
-    filename = item.path
-    result = FileResult(filename, item.path)
+def _read(item: Found) -> bytes | FileResult:
+    result = FileResult(item.path, item.path)
     try:
-        data = read_bytes(item.path)
+        return read_bytes(item.path)
     except FileTooLarge as exc:
         result.warnings.append(str(exc))
-        return result
     except IsADirectoryError:
-        return result
+        pass
     except OSError as exc:
-        result.problems.append(PathProblem(filename, f"cannot read: {exc.strerror or exc}"))
-        return result
+        result.problems.append(PathProblem(item.path, f"cannot read: {exc.strerror or exc}"))
+    return result
+
+
+def _scan(item: Found, graph: PolicyGraph) -> _Scanned:
+    data = _read(item)
+    if isinstance(data, FileResult):
+        return _Scanned(item, result=data)
     try:
         doc = load_document(item.path, data)
     except SourceError as exc:
-        result.findings = [_source_error_finding(filename, exc)]
-        return result
+        return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)]))
     settings = item.settings
-    rel = settings.relpath(item.path)
-    assumed = settings.assumed_policy(rel) is not None
-    if not needs_parse(doc.text, assume_policy=assumed):
-        return result
+    assumed = bool(settings.assume_policy) and settings.assumed_policy(settings.relpath(item.path)) is not None
+    keras = mentions_keras(doc.text)
+    graph.add(item.path, doc.text, relevant=keras)
+    return _Scanned(item, needs_parse=needs_parse(doc.text, assume_policy=assumed), mentions_keras=keras)
+
+
+def _prepare(item: Found, options: RunOptions, cache: Cache | None,
+             inherited: tuple[str, str] | None) -> Job | FileResult:
+    """A Job for the engine, or the cached result."""
+    data = _read(item)
+    if isinstance(data, FileResult):
+        return data
+    settings = item.settings
     file_settings = settings.for_file(item.path, all_codes(), options.details)
+    if inherited is not None and file_settings.assumed_policy is None:
+        policy, setter = inherited
+        file_settings = dataclasses.replace(
+            file_settings, inherited_policy=policy, inherited_from=os.path.relpath(setter)
+        )
     if not file_settings.codes:
-        return result
+        return FileResult(item.path, item.path)
     key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target))
     if cache is not None and not options.details:
-        cached = cache.get(item.path, content_key(data, *key_suffix), filename)
+        cached = cache.get(item.path, content_key(data, *key_suffix), item.path)
         if cached is not None:
             if not (options.fix or options.diff) or not any(
                 f.fix is not None and f.fix.applies(options.unsafe) for f in cached
             ):
-                result.findings = cached
-                return result
-    return Job(item.path, filename, data, file_settings, key_suffix, options)
+                return FileResult(item.path, item.path, cached)
+    return Job(item.path, item.path, data, file_settings, key_suffix, options)
