@@ -58,21 +58,23 @@ class PolicyGraph:
 
     roots: list[str]
     setters: dict[str, str] = field(default_factory=dict)  # abspath -> policy
-    imports: dict[str, list[str]] = field(default_factory=dict)  # abspath -> imported abspaths
+    imports: dict[str, list[tuple[str, list[str]]]] = field(default_factory=dict)  # abspath -> imports
     known: set[str] = field(default_factory=set)  # abspaths of every checked file
+    _stems: set[str] = field(default_factory=set)  # module names a checked file can be
 
     def add(self, path: str, text: str, relevant: bool) -> None:
         """Record a checked file; `relevant` files (mentioning Keras) have their
         imports and policy read."""
         absolute = os.path.abspath(path)
         self.known.add(absolute)
+        stem = os.path.basename(absolute)[:-3]
+        self._stems.add(os.path.basename(os.path.dirname(absolute)) if stem == "__init__" else stem)
         if not relevant:
             return
         policy = mixed_policy_set(text)
         if policy:
             self.setters[absolute] = policy
-        self.imports[absolute] = [m for m in (self._candidates(absolute, module, names)
-                                              for module, names in imported_modules(text)) for m in m]
+        self.imports[absolute] = imported_modules(text)
 
     def _candidates(self, importer: str, module: str, names: list[str]) -> list[str]:
         folder = os.path.dirname(importer)
@@ -87,6 +89,9 @@ class PolicyGraph:
         else:
             bases = [folder, *self.roots, *(os.path.join(r, "src") for r in self.roots)]
         modules = [dotted] + [f"{dotted}.{n}" if dotted else n for n in names]
+        modules = [m for m in modules if m and m.rsplit(".", 1)[-1] in self._stems]
+        if not modules:
+            return []
         paths = []
         for base in bases:
             for name in modules:
@@ -104,7 +109,11 @@ class PolicyGraph:
             seen = {setter}
             while queue:
                 current = queue.pop()
-                for candidate in self.imports.get(current, []):
+                candidates = [
+                    path for module, names in self.imports.get(current, [])
+                    for path in self._candidates(current, module, names)
+                ]
+                for candidate in candidates:
                     if candidate in self.known and candidate not in seen:
                         seen.add(candidate)
                         if candidate not in self.setters:
