@@ -4,7 +4,8 @@ than a path to read (the language server, the flake8 plugin).
 It applies what `mplint check` applies to a named file: the nearest configuration of
 the file's folder (select/ignore/per-file-ignores/target/assume-policy), the config
 `exclude` globs (like `--force-exclude`), the text pre-filter and `# noqa`; then the
-same engine. Notebook cells held by an editor (one cell, IPython syntax included) are
+same engine. A policy inherited from another module of the project (which `mplint
+check` sees when both files are in the run) is not known here: set `assume-policy`. Notebook cells held by an editor (one cell, IPython syntax included) are
 checked with their magics masked, as in `.ipynb` files.
 """
 
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 import os
 
+from mplint.codes import all_codes
 from mplint.config import ConfigResolver
 from mplint.engine import Outcome, check_document
 from mplint.prefilter import needs_parse
-from mplint.runner import file_settings
 from mplint.source import Document
 
 
@@ -47,7 +48,7 @@ def check_text(
     if is_excluded(path, resolver):
         return None
     settings = resolver.for_path(config_path)
-    engine_settings = file_settings(settings, config_path)
+    engine_settings = settings.for_file(config_path, all_codes())
     if not engine_settings.codes:
         return None
     doc = Document(path, text)
