@@ -374,19 +374,24 @@ class TensorCoreSites:
             return self._compiled_in_scope(expr)
         return False
 
-    def _compiled_in_scope(self, name: cst.Name) -> bool:
-        """`name.compile(loss=..., optimizer=...)` in the same function: a Keras model."""
-        scope = self.index.enclosing(name, cst.FunctionDef)
+    @cached_property
+    def _compiled_names(self) -> set[tuple[int, str]]:
+        """(function or module id, name) of every `name.compile(loss=..., ...)` call."""
+        found: set[tuple[int, str]] = set()
         for call in self.index.nodes(cst.Call):
             func = call.func
             if (
-                isinstance(func, cst.Attribute) and func.attr.value == "compile"
-                and isinstance(func.value, cst.Name) and func.value.value == name.value
-                and self.index.enclosing(call, cst.FunctionDef) is scope
+                isinstance(func, cst.Attribute) and func.attr.value == "compile" and isinstance(func.value, cst.Name)
                 and any(a.keyword is not None and a.keyword.value in _COMPILE_KEYWORDS for a in call.args)
             ):
-                return True
-        return False
+                scope = self.index.enclosing(call, cst.FunctionDef) or self.index.module
+                found.add((id(scope), func.value.value))
+        return found
+
+    def _compiled_in_scope(self, name: cst.Name) -> bool:
+        """`name.compile(loss=..., optimizer=...)` in the same function: a Keras model."""
+        scope = self.index.enclosing(name, cst.FunctionDef) or self.index.module
+        return (id(scope), name.value) in self._compiled_names
 
     def is_dataset(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > self.MAX_DEPTH:
@@ -425,18 +430,19 @@ class TensorCoreSites:
             function = self.index.enclosing(function, cst.FunctionDef)
         return False
 
+    @cached_property
+    def _function_returns(self) -> dict[str, list[cst.BaseExpression]]:
+        """Return values of the module's functions (not methods), by function name."""
+        found: dict[str, list[cst.BaseExpression]] = {}
+        for ret in self.index.nodes(cst.Return):
+            function = self.index.enclosing(ret, cst.FunctionDef)
+            if function is None or ret.value is None or self.index.enclosing(function, cst.ClassDef) is not None:
+                continue
+            found.setdefault(function.name.value, []).append(ret.value)
+        return found
+
     def _returns_of(self, function_name: str) -> list[cst.BaseExpression]:
-        cache = self.__dict__.setdefault("_returns_cache", {})
-        if function_name not in cache:
-            found = []
-            for function in self.index.nodes(cst.FunctionDef):
-                if function.name.value != function_name or self.index.enclosing(function, cst.ClassDef) is not None:
-                    continue
-                for node in self.index.descendants(function):
-                    if isinstance(node, cst.Return) and node.value is not None and self.index.enclosing(node, cst.FunctionDef) is function:
-                        found.append(node.value)
-            cache[function_name] = found
-        return cache[function_name]
+        return self._function_returns.get(function_name, [])
 
     # -- the sites ------------------------------------------------------------------------
     @cached_property

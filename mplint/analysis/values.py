@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Union
+from typing import TYPE_CHECKING, Callable, Union
 
 import libcst as cst
 
@@ -294,6 +294,8 @@ class ValueResolver:
         self._flags: FlagDefaults | None = None
         self._calls_by_callee: dict[str, list[cst.Call]] | None = None
         self._module_classes: dict[str, cst.ClassDef] | None = None
+        self._holders: dict[str, list[cst.Call]] | None = None
+        self._returns: dict[str, list[cst.BaseExpression]] | None = None
 
     @property
     def flags(self) -> FlagDefaults:
@@ -520,14 +522,16 @@ class ValueResolver:
             self._calls_by_callee = grouped
         return self._calls_by_callee.get(name, [])
 
-    def _returns_of(self, function_name: str) -> Iterator[cst.BaseExpression]:
+    def _returns_of(self, function_name: str) -> list[cst.BaseExpression]:
         """Return values of the module's functions with this name."""
-        for function in self.index.nodes(cst.FunctionDef):
-            if function.name.value != function_name:
-                continue
-            for ret in self.index.descendants(function):
-                if isinstance(ret, cst.Return) and ret.value is not None and self.index.enclosing(ret, cst.FunctionDef) is function:
-                    yield ret.value
+        if self._returns is None:
+            returns: dict[str, list[cst.BaseExpression]] = {}
+            for ret in self.index.nodes(cst.Return):
+                function = self.index.enclosing(ret, cst.FunctionDef)
+                if function is not None and ret.value is not None:
+                    returns.setdefault(function.name.value, []).append(ret.value)
+            self._returns = returns
+        return self._returns.get(function_name, [])
 
     def _passed_explicitly(self, function: cst.FunctionDef, param: cst.Param) -> bool:
         """Whether any call in the module may pass `param` (so its default is not its value)."""
@@ -553,14 +557,22 @@ class ValueResolver:
                 if position is not None and 0 <= position < count:
                     return True
             # `functools.partial(build, units=64)` and `KerasClassifier(build, units=64)`.
-            for node in self.index.nodes(cst.Arg):
-                if isinstance(node.value, cst.Name) and node.value.value == callee:
-                    holder = self.index.parent_of(node)
-                    if isinstance(holder, cst.Call) and any(
-                        a.star == "**" or (a.keyword is not None and a.keyword.value == name) for a in holder.args
-                    ):
-                        return True
+            for holder in self._calls_passing_name(callee):
+                if any(a.star == "**" or (a.keyword is not None and a.keyword.value == name) for a in holder.args):
+                    return True
         return False
+
+    def _calls_passing_name(self, name: str) -> list[cst.Call]:
+        """Calls that get the name as an argument (`partial(build, ...)`)."""
+        if self._holders is None:
+            holders: dict[str, list[cst.Call]] = {}
+            for node in self.index.nodes(cst.Arg):
+                if isinstance(node.value, cst.Name):
+                    holder = self.index.parent_of(node)
+                    if isinstance(holder, cst.Call):
+                        holders.setdefault(node.value.value, []).append(holder)
+            self._holders = holders
+        return self._holders.get(name, [])
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:
