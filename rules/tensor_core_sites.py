@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value, get_arg, string_value
+from mplint.analysis.calls import arg_value, string_value
 from mplint.analysis.values import Value
 
 if TYPE_CHECKING:
@@ -242,6 +242,8 @@ class TensorCoreSites:
         facts = self.facts
         for call in facts.calls_to(SEQUENTIAL):
             layers = arg_value(call, 0, "layers")
+            if isinstance(layers, cst.Name):  # `Sequential(stack)` with `stack = [...]`
+                layers = self.binding_before(layers, call)
             if isinstance(layers, (cst.List, cst.Tuple)):
                 self._last_sized(reversed([e.value for e in layers.elements]), call, found)
         for receiver_calls in self._sequential_adds().values():

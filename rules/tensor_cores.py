@@ -22,8 +22,7 @@ Decisions (also in docs/tensor-cores.md):
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -34,8 +33,9 @@ from mplint.analysis.values import Source, Value, literal_number
 from mplint.diagnostics import FixAvailability, Severity
 from mplint.rule import FixPlan, Replace, Rule
 from mplint.textpos import LineIndex
-from mplint_rules.tensor_core_sites import (
-    AT_MOST, LINEAR, MP301, MP302, MP303, MP304, RECURRENT, STEP, TASK_SIZE_NAME, VOCABULARY_NAME,
+
+from .tensor_core_sites import (
+    AT_MOST, LINEAR, MP301, MP302, MP303, MP304, RECURRENT, TASK_SIZE_NAME, VOCABULARY_NAME,
     SizeSite, TensorCoreSites,
 )
 
