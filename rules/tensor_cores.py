@@ -334,7 +334,7 @@ class UnitsNotMultiple(_TensorCoreRule):
     cells, also inside `Bidirectional`/`TimeDistributed`), `filters` of `ConvLSTM1D/2D/3D`,
     `EinsumDense`'s kernel output size, and `MultiHeadAttention`'s `num_heads * key_dim`
     (and `num_heads * value_dim`). The value is followed to where it is written: a literal,
-    a constant (`HIDDEN = 1000`), arithmetic of constants, a flag default or a parameter
+    a constant (`HIDDEN = 1001`), arithmetic of constants, a flag default or a parameter
     default; the message names that place.
 
     Not reported: sizes below the multiple, a model's output layers (their size is the
@@ -344,13 +344,13 @@ class UnitsNotMultiple(_TensorCoreRule):
 
     ## Why is this bad?
     Tensor Cores multiply float16 matrices only when the dimensions are multiples of 8; a
-    `Dense(1000)` runs its float16 matmul on the slower general-purpose units, so
+    `Dense(1001)` runs its float16 matmul on the slower general-purpose units, so
     mixed precision buys less speed than it could. The guide: "Tensor Cores requires
     certain dimensions of tensors to be a multiple of 8".
 
     ## Example
     ```python
-    HIDDEN = 1000
+    HIDDEN = 1001
     tf.keras.mixed_precision.set_global_policy("mixed_float16")
     model = tf.keras.Sequential([
         tf.keras.layers.Dense(HIDDEN, activation="relu"),
