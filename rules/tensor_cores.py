@@ -200,16 +200,18 @@ class TensorCoreFindings:
         for site in sites.layer_sites:
             layer = site.layer
             assert layer is not None
-            if not self._computes_float16(layer) or self._task_named(site.value):
-                continue
+            float16 = self._computes_float16(layer)
             if site.code != MP304 and sites.is_output_layer(layer):
                 if self._vocabulary_sized(site, vocabulary_literals, vocabulary_values):
-                    candidates.append((site, MP304, "a vocabulary-sized output layer"))
+                    if float16:
+                        candidates.append((site, MP304, "a vocabulary-sized output layer"))
                 else:
+                    # The task's size (also of a float32 output layer): never rounded.
                     for source in site.value.sources:
                         output_literals.setdefault(id(source.literal), layer)
                 continue
-            candidates.append((site, site.code, site.note))
+            if float16 and not self._task_named(site.value):
+                candidates.append((site, site.code, site.note))
         if self.global_float16:
             candidates.extend((site, MP303, "") for site in sites.batch_sites)
         pending = [p for p in (self._pending(s, c, n, output_literals) for s, c, n in candidates) if p is not None]
