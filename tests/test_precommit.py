@@ -12,7 +12,6 @@ the hook repository, into the hook's own environment.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -123,11 +122,27 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     assert "generated/" not in output  # excluded by the project's config, even when named
     assert (project / "model.py").read_text(encoding="utf-8") == FLOAT16_MODEL
 
-    fixed = pre_commit("try-repo", str(hooks), "mplint-fix", "--verbose", cwd=project, env=env)
+    # The README's way: a .pre-commit-config.yaml naming the hook repository. The plain
+    # fix hook applies safe fixes only (MP103's is unsafe); with --unsafe-fixes it rewrites.
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hooks, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    config = {"repos": [{"repo": str(hooks), "rev": sha, "hooks": [
+        {"id": "mplint-fix"},
+        {"id": "mplint-fix", "name": "mplint unsafe fixes", "args": ["--unsafe-fixes"]},
+    ]}]}
+    (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    git("add", ".pre-commit-config.yaml", cwd=project)
+    fixed = pre_commit("run", "--verbose", cwd=project, env=env)
     output = fixed.stdout + fixed.stderr
-    # MP103's fix is unsafe: the fix hook (plain --fix) reports it and leaves the file.
     assert fixed.returncode == 1, output
-    assert "model.py:4:5: MP103" in output
-    assert "hidden fix" in output
-    assert (project / "model.py").read_text(encoding="utf-8") == FLOAT16_MODEL
-    assert json.loads((project / "notebooks" / "train.ipynb").read_text())["cells"][1]["outputs"]
+    safe_only, unsafe_too = output.split("mplint unsafe fixes", 1)
+    assert "model.py:4:5: MP103" in safe_only and "hidden fix" in safe_only
+    assert "files were modified by this hook" not in safe_only
+    assert "files were modified by this hook" in unsafe_too
+    assert (project / "model.py").read_text(encoding="utf-8") == FIXED_MODEL
+    assert (project / "generated" / "model_pb.py").read_text(encoding="utf-8") == FLOAT16_MODEL
+    assert (project / "scratch.py").read_text(encoding="utf-8") == FLOAT16_MODEL
+    fixed_notebook = nbformat.read(str(project / "notebooks" / "train.ipynb"), as_version=4)
+    nbformat.validate(fixed_notebook)
+    assert fixed_notebook.cells[1].source == "%matplotlib inline\n" + FIXED_MODEL
+    assert fixed_notebook.cells[1].outputs == notebook.cells[1].outputs
