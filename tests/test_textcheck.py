@@ -17,8 +17,8 @@ def test_findings_and_fix_for_text_held_in_memory(tmp_path):
 
 
 def test_config_exclude_and_selection_apply(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.mplint]\nexclude = ["gen/"]\n'
-                                             'per-file-ignores = { "old.py" = ["MP1"] }\n', encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.mplint]\nexclude = ["gen/"]\nselect = ["MP103"]\n'
+                                             'per-file-ignores = { "old.py" = ["MP103"] }\n', encoding="utf-8")
     (tmp_path / "gen").mkdir()
     excluded = tmp_path / "gen" / "model.py"
     excluded.write_text(MODEL, encoding="utf-8")
