@@ -1,9 +1,10 @@
 """The cheap text scan that decides whether a file is worth parsing at all.
 
 Most Python files in a repository have nothing to do with mixed precision. A file is
-parsed only if it mentions a mixed-precision token, or it mentions Keras/TensorFlow
-and also contains a float16 numerics hazard literal (for MP5xx in library layer code
-that sets no policy), or `assume-policy` covers it and it mentions Keras/TensorFlow.
+parsed only if it mentions a mixed-precision token (or a float16 spelling such as
+`np.half`), or it mentions Keras/TensorFlow and also contains a float16 numerics hazard
+literal (for MP5xx in library layer code that sets no policy), or `assume-policy`
+covers it and it mentions Keras/TensorFlow.
 Every rule must be unable to fire on a file this scan rejects: `tests/test_prefilter.py`
 checks that against every fixture.
 """
@@ -15,13 +16,42 @@ import re
 MIXED_PRECISION = re.compile(
     r"mixed_precision|mixed_float16|mixed_bfloat16|float16|LossScale|set_dtype_policy|"
     r"set_global_policy|set_policy|graph_rewrite|AUTO_MIXED_PRECISION|set_floatx|DTypePolicy|"
-    r"TF_USE_LEGACY_KERAS"
+    r"TF_USE_LEGACY_KERAS|\.half\b"
 )
 KERAS = re.compile(r"keras|tensorflow|\btf\b")
-# Literals float16 cannot hold: magnitudes >= 1e5 (max is 65504) or below ~6e-8.
-NUMERICS_HAZARD = re.compile(
-    r"\d[eE]\+?0*(?:[5-9]|[1-9]\d)\b|\d{6,}|\d[eE]-0*(?:[89]|[1-9]\d)\b"
+# A Python int/float literal (underscores allowed; hex, octal, binary ints), not part
+# of a name, a longer number or an imaginary literal.
+NUMBER = re.compile(
+    r"(?<![\w.])(?:0[xXoObB](?:_?[0-9a-fA-F])+"
+    r"|(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?)(?![\w.])"
 )
+# float16 turns magnitudes of 65520 and above into inf (its max is 65504) and those of
+# 2**-25 (2.98e-08) and below into 0: the exact round-to-nearest-even thresholds.
+FLOAT16_OVERFLOW_FROM = 65520.0
+FLOAT16_ZERO_UP_TO = 2.0**-25
+
+
+def is_float16_hazard(magnitude: float) -> bool:
+    """A (non-negative) literal value float16 cannot hold: it becomes inf or 0."""
+    return magnitude >= FLOAT16_OVERFLOW_FROM or 0.0 < magnitude <= FLOAT16_ZERO_UP_TO
+
+
+def has_float16_hazard_literal(text: str) -> bool:
+    """Whether `text` spells a number literal that float16 turns into inf or 0 (the
+    literal as written, without its sign: `-1e9` is `-` and `1e9`)."""
+    for match in NUMBER.finditer(text):
+        literal = match.group()
+        # below 5 characters without an exponent: at most 9999, at least .0001
+        if len(literal) < 5 and "e" not in literal and "E" not in literal:
+            continue
+        digits = literal.replace("_", "")
+        try:
+            value = float(int(digits, 0)) if digits[1:2] in ("x", "X", "o", "O", "b", "B") else float(digits)
+        except (ValueError, OverflowError):  # e.g. 0b12: not a number Python accepts
+            continue
+        if is_float16_hazard(value):
+            return True
+    return False
 
 
 def needs_parse(text: str, assume_policy: bool = False) -> bool:
@@ -29,4 +59,4 @@ def needs_parse(text: str, assume_policy: bool = False) -> bool:
         return True
     if KERAS.search(text) is None:
         return False
-    return assume_policy or NUMERICS_HAZARD.search(text) is not None
+    return assume_policy or has_float16_hazard_literal(text)
