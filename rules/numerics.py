@@ -13,7 +13,9 @@ from typing import Iterator
 import libcst as cst
 
 from mplint.analysis.calls import arg_value
+from mplint.analysis.values import literal_number
 from mplint.diagnostics import FixAvailability, Severity
+from mplint.prefilter import is_float16_hazard
 from mplint.rule import Replace, Rule
 
 from ._float16 import SAFE_EPSILON_TEXT, overflows, rounds_to_zero, spell
@@ -67,6 +69,24 @@ FLOAT16_EPSILON_LAYERS = {
     "tensorflow_addons.layers.GroupNormalization": (2, False),
     "tensorflow_addons.layers.InstanceNormalization": (None, False),
 }
+
+
+def _spelled_by_hazard_literal(constant: Constant) -> bool:
+    """The value comes from a literal float16 cannot hold itself (`1e9`, `1e-12`), not from
+    arithmetic on small ones (`1000 * 1000`): what the pre-filter can see in the text."""
+    for source in constant.sources:
+        number = literal_number(source.literal)
+        if number is not None and is_float16_hazard(abs(number)):
+            return True
+    return False
+
+
+def _overflowing(constant: Constant | None) -> bool:
+    return constant is not None and overflows(constant.value) and _spelled_by_hazard_literal(constant)
+
+
+def _vanishing(constant: Constant | None) -> bool:
+    return constant is not None and rounds_to_zero(constant.value) and _spelled_by_hazard_literal(constant)
 
 
 def _describe(facts, constant: Constant) -> str:
@@ -167,7 +187,7 @@ class Float16OverflowConstant(Rule):
                 continue
             for side, other in ((operation.left, operation.right), (operation.right, operation.left)):
                 constant = code.constant(side)
-                if constant is None or not overflows(constant.value):
+                if not _overflowing(constant):
                     continue
                 leaves = code.leaves(code.tree_root(operation))
                 if not code.has_tensor_operand(leaves) or code.any_wide([l for l in leaves if l is not side]):
@@ -180,7 +200,7 @@ class Float16OverflowConstant(Rule):
             if type(assign.operator) not in AUG_ARITHMETIC:
                 continue
             constant = code.constant(assign.value)
-            if constant is None or not overflows(constant.value) or isinstance(constant.value, int):
+            if not _overflowing(constant) or isinstance(constant.value, int):
                 continue
             if code.is_wide(assign.target):
                 continue
@@ -192,7 +212,7 @@ class Float16OverflowConstant(Rule):
                 branches = [arg_value(call, p, k) for p, k in zip(positions, keywords)]
                 for branch, other in ((branches[0], branches[1]), (branches[1], branches[0])):
                     constant = code.constant(branch) if branch is not None else None
-                    if constant is None or not overflows(constant.value) or isinstance(constant.value, int):
+                    if not _overflowing(constant) or isinstance(constant.value, int):
                         continue
                     if other is not None and code.is_wide(other):
                         continue
@@ -200,7 +220,7 @@ class Float16OverflowConstant(Rule):
             elif qualified in FULL_LIKE:
                 fill_value = arg_value(call, 1, "fill_value")
                 constant = code.constant(fill_value) if fill_value is not None else None
-                if constant is None or not overflows(constant.value) or isinstance(constant.value, int):
+                if not _overflowing(constant) or isinstance(constant.value, int):
                     continue
                 like = arg_value(call, 0, "x", "a")
                 if _dtype_call_wide(facts, call, None) or (like is not None and code.is_wide(like)):
@@ -209,7 +229,7 @@ class Float16OverflowConstant(Rule):
             elif qualified in CONVERT_WITH_DTYPE:
                 value = arg_value(call, 0, "value", "x")
                 constant = code.constant(value) if value is not None else None
-                if constant is None or not overflows(constant.value) or isinstance(constant.value, int):
+                if not _overflowing(constant) or isinstance(constant.value, int):
                     continue
                 dtype = arg_value(call, CONVERT_WITH_DTYPE[qualified], "dtype")
                 names = facts.policy.policy_names(dtype) if dtype is not None else None
@@ -323,7 +343,7 @@ class Float16UnderflowEpsilon(Rule):
                 continue
             for side in (operation.left, operation.right):
                 constant = code.constant(side)
-                if constant is None or not rounds_to_zero(constant.value):
+                if not _vanishing(constant):
                     continue
                 leaves = code.leaves(code.tree_root(operation))
                 if code.has_tensor_operand(leaves) and not code.any_wide([l for l in leaves if l is not side]):
@@ -331,7 +351,7 @@ class Float16UnderflowEpsilon(Rule):
         for assign in code.nodes_in_regions(cst.AugAssign):
             if isinstance(assign.operator, (cst.AddAssign, cst.SubtractAssign)):
                 constant = code.constant(assign.value)
-                if constant is not None and rounds_to_zero(constant.value) and not code.is_wide(assign.target):
+                if _vanishing(constant) and not code.is_wide(assign.target):
                     yield constant, code.region_of(assign), "added to a tensor"  # type: ignore[misc]
         for call in code.nodes_in_regions(cst.Call):
             qualified = facts.qualified(call.func)
@@ -345,14 +365,14 @@ class Float16UnderflowEpsilon(Rule):
                     if first is not None and code.constant(first) is not None:
                         floor, tensor = first, floor
                 constant = code.constant(floor) if floor is not None else None
-                if constant is not None and rounds_to_zero(constant.value) and not (tensor is not None and code.is_wide(tensor)):
+                if _vanishing(constant) and not (tensor is not None and code.is_wide(tensor)):
                     yield constant, code.region_of(call), "used as a floor"  # type: ignore[misc]
             elif qualified in EPSILON_OPS:
                 position, keyword = EPSILON_OPS[qualified]
                 epsilon = arg_value(call, position, keyword)
                 constant = code.constant(epsilon) if epsilon is not None else None
                 tensor = arg_value(call, 0, "x")
-                if constant is not None and rounds_to_zero(constant.value) and not (tensor is not None and code.is_wide(tensor)):
+                if _vanishing(constant) and not (tensor is not None and code.is_wide(tensor)):
                     short = qualified.rsplit(".", 1)[-1]
                     yield constant, code.region_of(call), f"as the epsilon of `{short}`"  # type: ignore[misc]
 
@@ -368,7 +388,7 @@ class Float16UnderflowEpsilon(Rule):
                 continue
             epsilon = arg_value(call, position, "epsilon")
             constant = code.constant(epsilon) if epsilon is not None else None
-            if constant is None or not rounds_to_zero(constant.value) or id(constant.node) in reported:
+            if not _vanishing(constant) or id(constant.node) in reported:
                 continue
             reported.add(id(constant.node))
             layer = qualified.rsplit(".", 1)[-1]  # type: ignore[union-attr]
