@@ -70,6 +70,21 @@ FLOAT32_BY_DEFAULT = frozenset(
         "keras.ops.eye", "keras.random.uniform", "keras.random.normal",
     }
 )
+# TensorFlow/Keras ops whose result has the dtype of their first argument.
+DTYPE_PRESERVING = frozenset(
+    f"{module}.{name}"
+    for module in ("tensorflow", "tensorflow.math", "tensorflow.nn", "tensorflow.linalg", "keras.ops", "keras.backend")
+    for name in (
+        "sqrt", "rsqrt", "exp", "log", "abs", "square", "negative", "reduce_sum", "reduce_mean",
+        "reduce_max", "reduce_min", "sum", "mean", "max", "min", "matmul", "einsum", "reshape",
+        "transpose", "expand_dims", "squeeze", "tile", "softmax", "tanh", "sigmoid", "relu",
+        "norm", "identity", "stop_gradient", "batch_dot", "dot",
+    )
+)
+# Calls that make a host-side constant: float32 (or NumPy float64) unless given a dtype.
+HOST_CONSTANTS = frozenset(
+    {"tensorflow.constant", "keras.backend.constant", "tensorflow.convert_to_tensor", "keras.ops.convert_to_tensor"}
+)
 # Calls that give shapes, sizes and Python values, never float tensors.
 NOT_TENSOR_FUNCS = frozenset(
     {
@@ -410,12 +425,13 @@ class Float16Code:
         if isinstance(expr, cst.Call):
             qualified = facts.qualified(expr.func)
             if qualified in CASTS:
-                names = facts.policy.policy_names(arg_value(expr, CASTS[qualified], "dtype"))
-                return bool(names) and names <= WIDE_FLOATS  # type: ignore[operator]
+                dtype = arg_value(expr, CASTS[qualified], "dtype")
+                return dtype is not None and self.is_wide_dtype(dtype)
             dtype = arg_value(expr, None, "dtype")
             if dtype is not None:
-                names = facts.policy.policy_names(dtype)
-                return bool(names) and names <= WIDE_FLOATS  # type: ignore[operator]
+                return self.is_wide_dtype(dtype)
+            if qualified in DTYPE_PRESERVING:
+                return self.is_wide(arg_value(expr, 0), depth + 1)
             return qualified in FLOAT32_BY_DEFAULT
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, ARITHMETIC):
             return self.is_wide(expr.left, depth + 1) or self.is_wide(expr.right, depth + 1)
@@ -432,6 +448,26 @@ class Float16Code:
                 return self.is_wide(node.value, depth + 1) or self._name_wide_before(expr, node, depth)
             return self.is_wide(value, depth + 1)
         return False
+
+    def is_wide_dtype(self, dtype: cst.BaseExpression) -> bool:
+        """float32/float64 by name, or `K.floatx()` (float32 also under mixed policies)."""
+        if isinstance(dtype, cst.Call) and self.facts.qualified(dtype.func) in ("keras.backend.floatx", "keras.config.floatx"):
+            return True
+        names = self.facts.policy.policy_names(dtype)
+        return bool(names) and names <= WIDE_FLOATS  # type: ignore[operator]
+
+    def host_computed(self, root: cst.CSTNode) -> bool:
+        """The expression is the value of a host-side constant (`K.constant(-1e9 * tri)`,
+        `tf.constant(...)`) made without a dtype or with a float32 one: float32, not the
+        layer's dtype."""
+        parent = self.index.parent_of(root)
+        call = self.index.parent_of(parent) if isinstance(parent, cst.Arg) else None
+        if not isinstance(call, cst.Call) or self.facts.qualified(call.func) not in HOST_CONSTANTS:
+            return False
+        if arg_value(call, 0, "value", "x") is not root:
+            return False
+        dtype = arg_value(call, 1, "dtype")
+        return dtype is None or self.is_wide_dtype(dtype)
 
     def _name_wide_before(self, name: cst.Name, before: cst.CSTNode, depth: int) -> bool:
         binding = self.binding_before(name, before)

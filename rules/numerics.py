@@ -89,6 +89,11 @@ def _vanishing(constant: Constant | None) -> bool:
     return constant is not None and rounds_to_zero(constant.value) and _spelled_by_hazard_literal(constant)
 
 
+def _ones_like(facts, expr: cst.BaseExpression) -> bool:
+    """`-1e9 * tf.ones_like(x)`: a tensor filled with the constant."""
+    return isinstance(expr, cst.Call) and (facts.qualified(expr.func) or "").endswith(".ones_like")
+
+
 def _describe(facts, constant: Constant) -> str:
     code = facts.module.code_for_node(constant.node).strip()
     if constant.is_literal_here:
@@ -189,12 +194,15 @@ class Float16OverflowConstant(Rule):
                 constant = code.constant(side)
                 if not _overflowing(constant):
                     continue
-                leaves = code.leaves(code.tree_root(operation))
+                root = code.tree_root(operation)
+                leaves = code.leaves(root)
                 if not code.has_tensor_operand(leaves) or code.any_wide([l for l in leaves if l is not side]):
+                    continue
+                if code.host_computed(root):
                     continue
                 if isinstance(constant.value, int) and not self._float_context(code, leaves):
                     continue
-                fill = isinstance(operation.operator, cst.Multiply) and code.mask_like(other)
+                fill = isinstance(operation.operator, cst.Multiply) and (code.mask_like(other) or _ones_like(facts, other))
                 yield constant, operation, code.region_of(operation), code.dtype_source(leaves), fill  # type: ignore[misc]
         for assign in code.nodes_in_regions(cst.AugAssign):
             if type(assign.operator) not in AUG_ARITHMETIC:
@@ -214,8 +222,8 @@ class Float16OverflowConstant(Rule):
                     constant = code.constant(branch) if branch is not None else None
                     if not _overflowing(constant) or isinstance(constant.value, int):
                         continue
-                    if other is not None and code.is_wide(other):
-                        continue
+                    if other is None or code.constant(other) is not None or code.is_wide(other):
+                        continue  # where(c, -1e9, 0.0) builds a float32 tensor
                     yield constant, call, code.region_of(call), code.tensor_name(other), True  # type: ignore[misc]
             elif qualified in FULL_LIKE:
                 fill_value = arg_value(call, 1, "fill_value")
@@ -345,7 +353,10 @@ class Float16UnderflowEpsilon(Rule):
                 constant = code.constant(side)
                 if not _vanishing(constant):
                     continue
-                leaves = code.leaves(code.tree_root(operation))
+                root = code.tree_root(operation)
+                leaves = code.leaves(root)
+                if code.host_computed(root):
+                    continue
                 if code.has_tensor_operand(leaves) and not code.any_wide([l for l in leaves if l is not side]):
                     yield constant, code.region_of(operation), "added to a tensor"  # type: ignore[misc]
         for assign in code.nodes_in_regions(cst.AugAssign):

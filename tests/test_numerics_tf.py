@@ -43,6 +43,11 @@ CASES = {
         mask = tf.constant([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], tf.float16)
         out = tf.nn.softmax(PointerHead()(logits, mask))
     """),
+    "MP501/keras_backend_helpers": (2, """
+        scores = tf.constant(np.random.RandomState(4).randn(2, 5), tf.float16)
+        mask = tf.constant([[True, True, False, True, False], [True, False, True, True, True]])
+        out = SwitchMasking()(scores, mask)
+    """),
     "MP502/norm_epsilon": (3, """
         x = np.zeros((2, 8), "float32")  # an all-zero (padding) vector
         probs = np.array([[0.0, 1.0], [0.5, 0.5]], "float32")
