@@ -49,7 +49,9 @@ AUG_ARITHMETIC = {
 TF_FUNCTION_NAMES = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
 LAMBDA_LAYER = "keras.layers.Lambda"
 FLOAT16_POLICIES = frozenset({"mixed_float16", "float16"})
-WIDE_FLOATS = frozenset({"float32", "float64"})
+WIDE_FLOATS = frozenset({"float32", "float64", "float", "double"})
+# `self.dtype` of a layer is its variable dtype: float32 under the mixed policies.
+VARIABLE_DTYPE_ATTRS = frozenset({"dtype", "_dtype", "variable_dtype"})
 
 # Casts: (canonical name, position of the dtype argument).
 CASTS = {
@@ -450,8 +452,18 @@ class Float16Code:
         return False
 
     def is_wide_dtype(self, dtype: cst.BaseExpression) -> bool:
-        """float32/float64 by name, or `K.floatx()` (float32 also under mixed policies)."""
+        """float32/float64 by name, `K.floatx()` or a layer's `self.dtype` (both float32
+        under the mixed policies: the variable dtype, not the compute dtype)."""
         if isinstance(dtype, cst.Call) and self.facts.qualified(dtype.func) in ("keras.backend.floatx", "keras.config.floatx"):
+            return True
+        if (
+            isinstance(dtype, cst.Attribute)
+            and dtype.attr.value in VARIABLE_DTYPE_ATTRS
+            and isinstance(dtype.value, cst.Name)
+            and dtype.value.value == "self"
+            and self.index.class_of(dtype) is not None
+            and id(self.index.class_of(dtype)) in self.layer_classes
+        ):
             return True
         names = self.facts.policy.policy_names(dtype)
         return bool(names) and names <= WIDE_FLOATS  # type: ignore[operator]

@@ -8,7 +8,10 @@ in the functional model graph is model code, not input preprocessing):
   dataset, and the module's functions it calls. A receiver is a dataset when it is
   built by `tf.data.*`, `tfds.load` or a `keras.utils.*_dataset_from_*` helper
   (directly, through method chains like `.shuffle().batch()`, or through a variable
-  bound to one), or when the `.map` call passes `num_parallel_calls=`/`deterministic=`.
+  bound to one), when the chain uses a method only `tf.data` has (`.prefetch`,
+  `.padded_batch`, `.interleave`, ...), or when the `.map` call passes
+  `num_parallel_calls=`/`deterministic=`. A `.map` on anything else (pandas, Hugging
+  Face datasets, a parameter of unknown type) is not looked at.
 * **Data passed to Keras training**: the `x`/`y`/`validation_data` arguments of
   `fit`/`evaluate`/`predict`/`*_on_batch` on a Keras model (a receiver that is
   `.compile(...)`d in the module, or bound to `keras.Sequential/Model/load_model/
@@ -63,6 +66,8 @@ MODEL_CONSTRUCTORS = frozenset(
      "keras.models.load_model", "keras.models.clone_model", "keras.saving.load_model"}
 )
 PARTIAL = frozenset({"functools.partial"})
+# Methods only tf.data datasets have (pandas, NumPy and Hugging Face datasets do not).
+TF_DATA_METHODS = frozenset({"prefetch", "padded_batch", "unbatch", "interleave", "with_options"})
 FLOW_DEPTH = 4
 
 
@@ -70,7 +75,7 @@ FLOW_DEPTH = 4
 class Float16Cast:
     call: cst.Call
     dtype: cst.BaseExpression  # the expression that names float16 (fix target)
-    context: str  # "a Dataset.map function" or "data passed to fit"
+    context: str  # "a Dataset.map function", "data passed to `fit`", "data for a tf.data dataset"
 
 
 class InputPipeline:
@@ -108,12 +113,12 @@ class InputPipeline:
             if dtype is not None and id(call) not in seen:
                 seen.add(id(call))
                 yield Float16Cast(call, dtype, "a Dataset.map function")
-        for expr, use in self._training_data():
+        for expr, use, context in self._training_data():
             for call in self._flowing_casts(expr, use, 0, set()):
                 dtype = self.float16_cast(call)
                 if dtype is not None and id(call) not in seen:
                     seen.add(id(call))
-                    yield Float16Cast(call, dtype, "data passed to Keras training")
+                    yield Float16Cast(call, dtype, context)
 
     def _calls_in(self, roots: list[cst.CSTNode]) -> Iterator[cst.Call]:
         for root in roots:
@@ -179,6 +184,8 @@ class InputPipeline:
             if qualified is not None and (qualified.startswith("tensorflow.data.") or qualified in DATASET_FACTORIES):
                 return True
             if isinstance(expr.func, cst.Attribute):  # ds.shuffle(...).batch(...)
+                if expr.func.attr.value in TF_DATA_METHODS:
+                    return True
                 return self.is_dataset(expr.func.value, depth + 1)
             return False
         if isinstance(expr, cst.Subscript):  # tfds.load(...)["train"]
@@ -202,27 +209,28 @@ class InputPipeline:
         return values
 
     # -- data passed to Keras training ----------------------------------------------------------
-    def _training_data(self) -> Iterator[tuple[cst.BaseExpression, cst.CSTNode]]:
+    def _training_data(self) -> Iterator[tuple[cst.BaseExpression, cst.CSTNode, str]]:
         for call in self.index.nodes(cst.Call):
             func = call.func
             qualified = self.facts.qualified(func)
             if qualified in DATASET_SOURCES_TAKING_DATA:
                 for arg in call.args:
-                    yield arg.value, call
+                    yield arg.value, call, "data for a tf.data dataset"
                 continue
             if not isinstance(func, cst.Attribute) or func.attr.value not in TRAINING_METHODS:
                 continue
             if not self._is_keras_model(func.value):
                 continue
             positions, keywords = TRAINING_METHODS[func.attr.value]
+            context = f"data passed to `{func.attr.value}`"
             for position in positions:
                 arg = get_arg(call, position)
                 if arg is not None:
-                    yield arg.value, call
+                    yield arg.value, call, context
             for keyword in keywords:
                 arg = get_arg(call, None, keyword)
                 if arg is not None:
-                    yield arg.value, call
+                    yield arg.value, call, context
 
     def _is_keras_model(self, receiver: cst.BaseExpression) -> bool:
         spelled = dotted_name(receiver)

@@ -1,10 +1,11 @@
-"""MP501/MP502 fixtures, run under mixed_float16: NaN/inf before the fix, finite after.
+"""MP5xx fixtures, run under mixed_float16: NaN/inf before the fix, finite after.
 
 Each fixture's input (`<case>.py`) and its fixed text (`<case>.fixed.py`, what
 `mplint --fix --unsafe-fixes` writes, checked by test_fixtures.py) are executed in a
 TensorFlow child process (one per Keras version, all cases batched), their layer or
 function is called on inputs that hit the hazard (padding in the mask, all-zero
-vectors, a constant group), and the child reports whether the output is finite.
+vectors, a constant group), and the child reports whether the output is finite. The
+MP503 input pipeline is run too: float16 elements before the fix, float32 after.
 """
 
 from __future__ import annotations
@@ -83,6 +84,16 @@ FUNCTIONAL = {
     """),
 }
 
+# MP503: the fixed input pipeline yields float32 (the model casts it to float16 itself).
+PIPELINES = {
+    "MP503/dataset_map_cast": (3, """
+        ds = make_dataset(np.random.RandomState(5).randint(0, 255, (4, 8, 8, 3)).astype("uint8"), np.zeros(4))
+        images, _ = next(iter(ds))
+        model = tf.keras.Sequential([tf.keras.Input((8, 8, 3)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(2)])
+        out = [images, model(images)]
+    """),
+}
+
 # Cases whose original text is finite when the same inputs run in float32: the NaN is
 # float16's doing, not a bug of the fixture.
 FINE_IN_FLOAT32 = (
@@ -106,7 +117,8 @@ else:
 for job in json.loads({jobs!r}):
     set_policy(job["policy"])
     namespace = {{"__name__": "fixture_" + job["variant"]}}
-    exec(compile(job["source"], job["case"], "exec"), namespace)
+    # compiled with the fixture's own path, so autograph can read the source of tf.functions
+    exec(compile(open(job["path"], encoding="utf-8").read(), job["path"], "exec"), namespace)
     namespace["np"], namespace["tf"] = np, tf
     exec(textwrap.dedent(job["driver"]), namespace)
     outputs = namespace["out"] if isinstance(namespace["out"], list) else [namespace["out"]]
@@ -121,7 +133,8 @@ for job in json.loads({jobs!r}):
 def _source(case: str, fixed: bool) -> str:
     code, name = case.split("/")
     path = FIXTURES / code / (f"{name}.fixed.py" if fixed else f"{name}.py")
-    return path.read_text(encoding="utf-8")
+    assert path.is_file(), path
+    return str(path)
 
 
 def _run(keras: int) -> dict[tuple[str, str], dict]:
@@ -129,13 +142,17 @@ def _run(keras: int) -> dict[tuple[str, str], dict]:
     jobs = []
     for case, (version, driver) in CASES.items():
         if version == keras:
-            jobs.append({"case": case, "variant": "before", "source": _source(case, False), "driver": driver, "policy": mixed})
-            jobs.append({"case": case, "variant": "after", "source": _source(case, True), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "before", "path": _source(case, False), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "after", "path": _source(case, True), "driver": driver, "policy": mixed})
             if case in FINE_IN_FLOAT32:
-                jobs.append({"case": case, "variant": "float32", "source": _source(case, False), "driver": driver, "policy": "float32"})
+                jobs.append({"case": case, "variant": "float32", "path": _source(case, False), "driver": driver, "policy": "float32"})
+    for case, (version, driver) in PIPELINES.items():
+        if version == keras:
+            jobs.append({"case": case, "variant": "before", "path": _source(case, False), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "after", "path": _source(case, True), "driver": driver, "policy": mixed})
     for case, (version, driver) in FUNCTIONAL.items():
         if version == keras:
-            jobs.append({"case": case, "variant": "functional", "source": _source(case, True), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "functional", "path": _source(case, True), "driver": driver, "policy": mixed})
     results = run_tf(CHILD.format(keras=keras, jobs=json.dumps(jobs)), keras=keras)
     return {(r["case"], r["variant"]): r for r in results}
 
@@ -170,3 +187,13 @@ def test_the_original_is_finite_in_float32(case, outcomes) -> None:
     result = outcomes[keras][(case, "float32")]
     assert result["dtypes"] and set(result["dtypes"]) == {"float32"}, result
     assert all(result["finite"]), result
+
+
+@pytest.mark.parametrize("case", sorted(PIPELINES))
+def test_fixed_input_pipeline_yields_float32_and_the_model_still_computes_in_float16(case, outcomes) -> None:
+    keras = PIPELINES[case][0]
+    before = outcomes[keras][(case, "before")]
+    after = outcomes[keras][(case, "after")]
+    assert before["dtypes"] == ["float16", "float16"], before
+    assert after["dtypes"] == ["float32", "float16"], after
+    assert all(after["finite"]), after
