@@ -94,6 +94,27 @@ PIPELINES = {
     """),
 }
 
+# What the docs (docs/numerics.md) and MP502 say about Keras's normalization layers under
+# mixed_float16 with epsilon=1e-12 and a zero-variance input: the layers that compute in
+# float32 stay finite, Keras 2's GroupNormalization adds the epsilon in float16 (NaN).
+LAYER_EPSILON = """
+    L = keras.layers if {keras} == 3 else tf.keras.layers
+    x = np.ones((2, 4, 4, 8), "float32")
+    made = {{
+        "LayerNormalization": L.LayerNormalization(epsilon=1e-12)(x),
+        "BatchNormalization": L.BatchNormalization(epsilon=1e-12)(x, training=True),
+        "GroupNormalization": L.GroupNormalization(groups=2, epsilon=1e-12)(x),
+    }}
+    if {keras} == 3:
+        made["RMSNormalization"] = L.RMSNormalization(epsilon=1e-12)(np.zeros_like(x))
+    names = sorted(made)
+    out = [made[n] for n in names]
+"""
+EXPECTED_LAYER_FINITE = {
+    3: {"BatchNormalization": True, "GroupNormalization": True, "LayerNormalization": True, "RMSNormalization": True},
+    2: {"BatchNormalization": True, "GroupNormalization": False, "LayerNormalization": True},
+}
+
 # Cases whose original text is finite when the same inputs run in float32: the NaN is
 # float16's doing, not a bug of the fixture.
 FINE_IN_FLOAT32 = (
@@ -118,14 +139,18 @@ for job in json.loads({jobs!r}):
     set_policy(job["policy"])
     namespace = {{"__name__": "fixture_" + job["variant"]}}
     # compiled with the fixture's own path, so autograph can read the source of tf.functions
-    exec(compile(open(job["path"], encoding="utf-8").read(), job["path"], "exec"), namespace)
+    if job["path"]:
+        exec(compile(open(job["path"], encoding="utf-8").read(), job["path"], "exec"), namespace)
     namespace["np"], namespace["tf"] = np, tf
+    if {keras} == 3:
+        namespace.setdefault("keras", keras)
     exec(textwrap.dedent(job["driver"]), namespace)
     outputs = namespace["out"] if isinstance(namespace["out"], list) else [namespace["out"]]
     emit({{
         "case": job["case"], "variant": job["variant"],
         "finite": [bool(np.isfinite(np.asarray(tf.cast(o, tf.float32))).all()) for o in outputs],
         "dtypes": [tf.as_dtype(o.dtype).name for o in outputs],
+        "names": namespace.get("names"),
     }})
 """
 
@@ -153,6 +178,7 @@ def _run(keras: int) -> dict[tuple[str, str], dict]:
     for case, (version, driver) in FUNCTIONAL.items():
         if version == keras:
             jobs.append({"case": case, "variant": "functional", "path": _source(case, True), "driver": driver, "policy": mixed})
+    jobs.append({"case": "layers", "variant": "epsilon", "path": None, "driver": LAYER_EPSILON.format(keras=keras), "policy": mixed})
     results = run_tf(CHILD.format(keras=keras, jobs=json.dumps(jobs)), keras=keras)
     return {(r["case"], r["variant"]): r for r in results}
 
@@ -197,3 +223,11 @@ def test_fixed_input_pipeline_yields_float32_and_the_model_still_computes_in_flo
     assert before["dtypes"] == ["float16", "float16"], before
     assert after["dtypes"] == ["float32", "float16"], after
     assert all(after["finite"]), after
+
+
+@pytest.mark.parametrize("keras", [2, 3])
+def test_which_keras_normalization_layers_add_epsilon_in_float16(keras, outcomes) -> None:
+    result = outcomes[keras][("layers", "epsilon")]
+    assert set(result["dtypes"]) == {"float16"}, result  # outputs in the compute dtype ...
+    finite = dict(zip(result["names"], result["finite"]))
+    assert finite == EXPECTED_LAYER_FINITE[keras]  # ... but only these computed in float32
