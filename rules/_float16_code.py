@@ -22,7 +22,7 @@ which tensor a dtype-aware replacement can be spelled with.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -162,12 +162,6 @@ class Float16Code:
                     return kind
         return None
 
-    def regions(self) -> Iterator[cst.CSTNode]:
-        """Roots of every region (functions and lambdas), for iteration."""
-        for node in list(self.index.nodes(cst.FunctionDef)) + list(self.index.nodes(cst.Lambda)):
-            if id(node) in self._region:
-                yield node
-
     def nodes_in_regions(self, node_type: type) -> list:
         """Every node of a type inside a region, in source order."""
         return [n for n in self.index.nodes(node_type) if self.region_of(n) is not None]
@@ -219,8 +213,7 @@ class Float16Code:
             for node in self.index.descendants(init):
                 if isinstance(node, cst.Call) and _is_init_call(node.func):
                     dtype = arg_value(node, None, "dtype")
-                    names = self.facts.policy.policy_names(dtype) if dtype is not None else None
-                    if names and names <= WIDE_FLOATS:
+                    if dtype is not None and self.is_wide_dtype(dtype):
                         return True
         for base in cls.bases:
             local = self._local_class(base.value)
@@ -237,8 +230,7 @@ class Float16Code:
                     roots.append(call)
         for call in self.facts.calls_to(LAMBDA_LAYER):
             dtype = arg_value(call, None, "dtype")
-            names = self.facts.policy.policy_names(dtype) if dtype is not None else None
-            if names and names <= WIDE_FLOATS:
+            if dtype is not None and self.is_wide_dtype(dtype):
                 continue
             function = self._callable(arg_value(call, 0, "function"), call)
             if function is not None:

@@ -19,7 +19,7 @@ from mplint.prefilter import is_float16_hazard
 from mplint.rule import Replace, Rule
 
 from ._float16 import SAFE_EPSILON_TEXT, overflows, rounds_to_zero, spell
-from ._float16_code import ARITHMETIC, AUG_ARITHMETIC, LAYER, WIDE_FLOATS, Constant, Float16Code
+from ._float16_code import ARITHMETIC, AUG_ARITHMETIC, LAYER, Constant, Float16Code
 from ._input_pipeline import InputPipeline, float16_dtype_fix
 
 # Select a value by mask: (canonical name, positions of the two branches, their keywords).
@@ -102,16 +102,10 @@ def _describe(facts, constant: Constant) -> str:
     return f"`{code}` ({via} = {spell(constant.value)})"
 
 
-def _dtype_call_wide(facts, call: cst.Call, position: int | None) -> bool | None:
-    """Whether a call's dtype argument is float32/float64 (True), something else known
-    (False for float16, None when absent or unknown)."""
-    dtype = arg_value(call, position, "dtype")
-    if dtype is None:
-        return None
-    names = facts.policy.policy_names(dtype)
-    if not names:
-        return None
-    return names <= WIDE_FLOATS
+def _has_wide_dtype(code: Float16Code, call: cst.Call) -> bool:
+    """The call is given a float32/float64 `dtype=`."""
+    dtype = arg_value(call, None, "dtype")
+    return dtype is not None and code.is_wide_dtype(dtype)
 
 
 class Float16OverflowConstant(Rule):
@@ -175,7 +169,7 @@ class Float16OverflowConstant(Rule):
     def check(self) -> None:
         code = self.facts.analysis(Float16Code)
         reported: set[int] = set()
-        for constant, site, kind, tensor, fill in self._hazards(code):
+        for constant, kind, tensor, fill in self._hazards(code):
             if id(constant.node) in reported:
                 continue
             if code.under_dtype_branch(constant.node) or code.dtype_aware_nearby(constant.node):
@@ -185,7 +179,8 @@ class Float16OverflowConstant(Rule):
             reported.add(id(constant.node))
             self._report(code, constant, kind, tensor if fill else None)
 
-    def _hazards(self, code: Float16Code) -> Iterator[tuple[Constant, cst.CSTNode, str, cst.Name | None, bool]]:
+    def _hazards(self, code: Float16Code) -> Iterator[tuple[Constant, str, cst.Name | None, bool]]:
+        """(constant, region kind, tensor a dtype-aware value can use, is it a fill value)."""
         facts = self.facts
         for operation in code.nodes_in_regions(cst.BinaryOperation):
             if not isinstance(operation.operator, ARITHMETIC) or code.constant(operation) is not None:
@@ -203,7 +198,7 @@ class Float16OverflowConstant(Rule):
                 if isinstance(constant.value, int) and not self._float_context(code, leaves):
                     continue
                 fill = isinstance(operation.operator, cst.Multiply) and (code.mask_like(other) or _ones_like(facts, other))
-                yield constant, operation, code.region_of(operation), code.dtype_source(leaves), fill  # type: ignore[misc]
+                yield constant, code.region_of(operation), code.dtype_source(leaves), fill  # type: ignore[misc]
         for assign in code.nodes_in_regions(cst.AugAssign):
             if type(assign.operator) not in AUG_ARITHMETIC:
                 continue
@@ -212,7 +207,7 @@ class Float16OverflowConstant(Rule):
                 continue
             if code.is_wide(assign.target):
                 continue
-            yield constant, assign, code.region_of(assign), code.tensor_name(assign.target), False  # type: ignore[misc]
+            yield constant, code.region_of(assign), code.tensor_name(assign.target), False  # type: ignore[misc]
         for call in code.nodes_in_regions(cst.Call):
             qualified = facts.qualified(call.func)
             if qualified in WHERE_FUNCS:
@@ -224,16 +219,16 @@ class Float16OverflowConstant(Rule):
                         continue
                     if other is None or code.constant(other) is not None or code.is_wide(other):
                         continue  # where(c, -1e9, 0.0) builds a float32 tensor
-                    yield constant, call, code.region_of(call), code.tensor_name(other), True  # type: ignore[misc]
+                    yield constant, code.region_of(call), code.tensor_name(other), True  # type: ignore[misc]
             elif qualified in FULL_LIKE:
                 fill_value = arg_value(call, 1, "fill_value")
                 constant = code.constant(fill_value) if fill_value is not None else None
                 if not _overflowing(constant) or isinstance(constant.value, int):
                     continue
                 like = arg_value(call, 0, "x", "a")
-                if _dtype_call_wide(facts, call, None) or (like is not None and code.is_wide(like)):
+                if _has_wide_dtype(code, call) or (like is not None and code.is_wide(like)):
                     continue
-                yield constant, call, code.region_of(call), code.tensor_name(like), True  # type: ignore[misc]
+                yield constant, code.region_of(call), code.tensor_name(like), True  # type: ignore[misc]
             elif qualified in CONVERT_WITH_DTYPE:
                 value = arg_value(call, 0, "value", "x")
                 constant = code.constant(value) if value is not None else None
@@ -246,7 +241,7 @@ class Float16OverflowConstant(Rule):
                 tensor = None
                 if isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype" and isinstance(dtype.value, cst.Name):
                     tensor = dtype.value
-                yield constant, call, code.region_of(call), tensor, True  # type: ignore[misc]
+                yield constant, code.region_of(call), tensor, True  # type: ignore[misc]
 
     @staticmethod
     def _float_context(code: Float16Code, leaves: list[cst.BaseExpression]) -> bool:
@@ -395,7 +390,7 @@ class Float16UnderflowEpsilon(Rule):
             position, keras2_only = FLOAT16_EPSILON_LAYERS[qualified]  # type: ignore[index]
             if keras2_only and not facts.target.is_keras2:
                 continue
-            if _dtype_call_wide(facts, call, None):
+            if _has_wide_dtype(code, call):
                 continue
             epsilon = arg_value(call, position, "epsilon")
             constant = code.constant(epsilon) if epsilon is not None else None
