@@ -3,8 +3,8 @@
 Most Python files in a repository have nothing to do with mixed precision. A file is
 parsed only if it mentions a mixed-precision token (or NumPy's `np.half`), or it
 mentions Keras/TensorFlow and also contains a float16 numerics hazard literal (for
-MP5xx in library layer code that sets no policy), or `assume-policy` covers it and it
-mentions Keras/TensorFlow.
+MP5xx in library layer code that sets no policy) or a `.half` dtype (MP503), or
+`assume-policy` covers it and it mentions Keras/TensorFlow.
 Plain substring tests (C-speed) do most of the work; the literal scan runs only on
 files that mention Keras/TensorFlow. Every rule must be unable to fire on a file this
 scan rejects: tests/test_fixtures.py checks that against every fixture.
@@ -78,4 +78,5 @@ def needs_parse(text: str, assume_policy: bool = False) -> bool:
         return True
     if not mentions_keras(text):
         return False
-    return assume_policy or has_float16_hazard_literal(text)
+    # `tf.half`/`np.half` (float16's other name) for MP503, or a hazard literal for MP5xx
+    return assume_policy or ".half" in text or has_float16_hazard_literal(text)

@@ -102,8 +102,8 @@ class InputPipeline:
             dtype = arg_value(call, None, "dtype")
         else:
             return None
-        if dtype is None:
-            return None
+        if dtype is None or (isinstance(dtype, cst.Name) and dtype.value == "half"):
+            return None  # a bare `half` (from numpy import half): too ambiguous a name
         return dtype if facts.policy.policy_names(dtype) == frozenset({"float16"}) else None
 
     def casts(self) -> Iterator[Float16Cast]:

@@ -99,6 +99,8 @@ def test_needs_parse_wants_keras_with_a_hazard_or_a_float16_spelling() -> None:
     assert not needs_parse("NEG = -1e9\n")  # no Keras/TensorFlow: nothing MP5xx checks
     assert not needs_parse("import tensorflow as tf\nNEG = -1e4\n")
     assert needs_parse("x = data.astype(np.half)\n")
+    assert needs_parse("import tensorflow as tf\nx = tf.cast(x, tf.half)\n")
+    assert not needs_parse("import torch\nx = torch.ones(3).half()\n")
 
 
 # -- the rules only fire on constants the scan can see -------------------------------------------
