@@ -155,7 +155,7 @@ for job in json.loads({jobs!r}):
 """
 
 
-def _source(case: str, fixed: bool) -> str:
+def _fixture_path(case: str, fixed: bool) -> str:
     code, name = case.split("/")
     path = FIXTURES / code / (f"{name}.fixed.py" if fixed else f"{name}.py")
     assert path.is_file(), path
@@ -167,17 +167,17 @@ def _run(keras: int) -> dict[tuple[str, str], dict]:
     jobs = []
     for case, (version, driver) in CASES.items():
         if version == keras:
-            jobs.append({"case": case, "variant": "before", "path": _source(case, False), "driver": driver, "policy": mixed})
-            jobs.append({"case": case, "variant": "after", "path": _source(case, True), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "before", "path": _fixture_path(case, False), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "after", "path": _fixture_path(case, True), "driver": driver, "policy": mixed})
             if case in FINE_IN_FLOAT32:
-                jobs.append({"case": case, "variant": "float32", "path": _source(case, False), "driver": driver, "policy": "float32"})
+                jobs.append({"case": case, "variant": "float32", "path": _fixture_path(case, False), "driver": driver, "policy": "float32"})
     for case, (version, driver) in PIPELINES.items():
         if version == keras:
-            jobs.append({"case": case, "variant": "before", "path": _source(case, False), "driver": driver, "policy": mixed})
-            jobs.append({"case": case, "variant": "after", "path": _source(case, True), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "before", "path": _fixture_path(case, False), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "after", "path": _fixture_path(case, True), "driver": driver, "policy": mixed})
     for case, (version, driver) in FUNCTIONAL.items():
         if version == keras:
-            jobs.append({"case": case, "variant": "functional", "path": _source(case, True), "driver": driver, "policy": mixed})
+            jobs.append({"case": case, "variant": "functional", "path": _fixture_path(case, True), "driver": driver, "policy": mixed})
     jobs.append({"case": "layers", "variant": "epsilon", "path": None, "driver": LAYER_EPSILON.format(keras=keras), "policy": mixed})
     results = run_tf(CHILD.format(keras=keras, jobs=json.dumps(jobs)), keras=keras)
     return {(r["case"], r["variant"]): r for r in results}
