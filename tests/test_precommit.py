@@ -35,6 +35,16 @@ FLOAT16_MODEL = (
     "])\n"
 )
 FIXED_MODEL = FLOAT16_MODEL.replace("dtype='float16'", "dtype='mixed_float16'")
+# MP503 has a safe fix: the plain fix hook applies it.
+FLOAT16_INPUTS = (
+    "import numpy as np\n"
+    "import tensorflow as tf\n"
+    "\n"
+    "\n"
+    "def from_arrays(images, labels):\n"
+    "    return tf.data.Dataset.from_tensor_slices((images.astype(np.float16), labels))\n"
+)
+FIXED_INPUTS = FLOAT16_INPUTS.replace("np.float16", "np.float32")
 
 
 def git(*args: str, cwd: Path) -> None:
@@ -99,6 +109,7 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     git("init", "-q", cwd=project)
     (project / "pyproject.toml").write_text('[tool.mplint]\nexclude = ["generated/"]\n', encoding="utf-8")
     (project / "model.py").write_text(FLOAT16_MODEL, encoding="utf-8")
+    (project / "data.py").write_text(FLOAT16_INPUTS, encoding="utf-8")
     (project / "generated").mkdir()
     (project / "generated" / "model_pb.py").write_text(FLOAT16_MODEL, encoding="utf-8")
     (project / "notebooks").mkdir()
@@ -107,7 +118,7 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
                       v4.new_code_cell("%matplotlib inline\n" + FLOAT16_MODEL, execution_count=1,
                                        outputs=[v4.new_output("stream", name="stdout", text="ok\n")])]
     nbformat.write(notebook, str(project / "notebooks" / "train.ipynb"))
-    git("add", "pyproject.toml", "model.py", "generated/model_pb.py", "notebooks/train.ipynb", cwd=project)
+    git("add", "pyproject.toml", "model.py", "data.py", "generated/model_pb.py", "notebooks/train.ipynb", cwd=project)
     # Not staged: pre-commit must not pass it to the hooks.
     (project / "scratch.py").write_text(FLOAT16_MODEL, encoding="utf-8")
     env = hook_environment(tmp_path / "pre-commit-home")
@@ -117,13 +128,14 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     assert checked.returncode == 1, output
     assert "mplint" in output and "Failed" in output
     assert "model.py:4:5: MP103" in output
+    assert "data.py:6:48: MP503" in output
     assert "notebooks/train.ipynb:cell 2:5:5: MP103" in output
     assert "scratch.py" not in output  # not staged
     assert "generated/" not in output  # excluded by the project's config, even when named
     assert (project / "model.py").read_text(encoding="utf-8") == FLOAT16_MODEL
 
     # The README's way: a .pre-commit-config.yaml naming the hook repository. The plain
-    # fix hook applies safe fixes only (MP103's is unsafe); with --unsafe-fixes it rewrites.
+    # fix hook applies safe fixes only (MP503's, not MP103's); with --unsafe-fixes, both.
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hooks, capture_output=True, text=True,
                          check=True).stdout.strip()
     config = {"repos": [{"repo": str(hooks), "rev": sha, "hooks": [
@@ -137,8 +149,10 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     assert fixed.returncode == 1, output
     safe_only, unsafe_too = output.split("mplint unsafe fixes", 1)
     assert "model.py:4:5: MP103" in safe_only and "hidden fix" in safe_only
-    assert "files were modified by this hook" not in safe_only
+    assert "data.py:6:48: MP503" not in safe_only  # fixed, not left
+    assert "files were modified by this hook" in safe_only
     assert "files were modified by this hook" in unsafe_too
+    assert (project / "data.py").read_text(encoding="utf-8") == FIXED_INPUTS
     assert (project / "model.py").read_text(encoding="utf-8") == FIXED_MODEL
     assert (project / "generated" / "model_pb.py").read_text(encoding="utf-8") == FLOAT16_MODEL
     assert (project / "scratch.py").read_text(encoding="utf-8") == FLOAT16_MODEL
