@@ -285,7 +285,7 @@ class PolicySetAfterLayers(Rule):
     """## What it does
     Finds layers and models created before the global dtype policy is set to a mixed
     policy in the same scope (module level, or the same function body), in source
-    order.
+    order. The finding is on the policy call and names the first such layer.
 
     ## Why is this bad?
     A layer reads the global policy when it is created. Layers and models built before
