@@ -223,8 +223,8 @@ class Float16ModelOutput(Rule):
     ```python
     keras.mixed_precision.set_global_policy("mixed_float16")
     inputs = keras.Input((784,))
-    x = layers.Dense(256, activation="relu")(inputs)
-    outputs = layers.Dense(10, activation="softmax")(x)
+    x = keras.layers.Dense(256, activation="relu")(inputs)
+    outputs = keras.layers.Dense(10, activation="softmax")(x)
     model = keras.Model(inputs, outputs)
     ```
 
@@ -232,9 +232,9 @@ class Float16ModelOutput(Rule):
     ```python
     keras.mixed_precision.set_global_policy("mixed_float16")
     inputs = keras.Input((784,))
-    x = layers.Dense(256, activation="relu")(inputs)
-    outputs = layers.Dense(10)(x)
-    outputs = layers.Activation("softmax", dtype="float32")(outputs)
+    x = keras.layers.Dense(256, activation="relu")(inputs)
+    outputs = keras.layers.Dense(10)(x)
+    outputs = keras.layers.Activation("softmax", dtype="float32")(outputs)
     model = keras.Model(inputs, outputs)
     ```
 
