@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, has_star_args
-from mplint.facts.policy import FULL_DTYPES, scope_of
+from mplint.facts.policy import FULL_DTYPES, controls_between, scope_of
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -91,9 +91,6 @@ SPLITTABLE_ACTIVATION = frozenset(
         "LocallyConnected1D", "LocallyConnected2D",
     )
 )
-
-# Statements that make code before/after them run conditionally or repeatedly.
-_CONTROL = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler, cst.Finally, cst.Match)
 
 
 def is_keras_layer_name(qualified: str | None) -> bool:
@@ -301,13 +298,7 @@ class ModelGraph:
     # -- bindings and control flow ----------------------------------------------------------
     def control(self, node: cst.CSTNode, scope: cst.CSTNode) -> set[int]:
         """Conditional/loop statements between `node` and its scope."""
-        found: set[int] = set()
-        for ancestor in self.index.ancestors(node):
-            if ancestor is scope:
-                break
-            if isinstance(ancestor, _CONTROL):
-                found.add(id(ancestor))
-        return found
+        return controls_between(self.facts, node, scope)
 
     def reaching(self, name: cst.Name) -> Binding | None:
         """The binding of `name` that certainly holds where it is read, or None."""

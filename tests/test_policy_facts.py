@@ -364,3 +364,44 @@ def test_is_global_setter(name: str | None, expected: bool) -> None:
 )
 def test_is_policy_constructor(name: str, expected: bool) -> None:
     assert is_policy_constructor(name) is expected
+
+
+def test_global_mixed_at_a_later_float32_reset_wins() -> None:
+    facts = facts_for(
+        """
+        import keras
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        student = keras.layers.Dense(1)
+        keras.mixed_precision.set_global_policy("float32")
+        teacher = keras.layers.Dense(2)
+        """
+    )
+    assert facts.policy.global_mixed_at(_call_named(facts, "keras.layers.Dense(1)"))
+    assert not facts.policy.global_mixed_at(_call_named(facts, "keras.layers.Dense(2)"))
+
+
+def test_global_mixed_at_either_branch_can_be_mixed() -> None:
+    facts = facts_for(
+        """
+        import keras
+        if args.amp:
+            keras.mixed_precision.set_global_policy("mixed_float16")
+        else:
+            keras.mixed_precision.set_global_policy("float32")
+        model = keras.layers.Dense(1)
+        """
+    )
+    assert facts.policy.global_mixed_at(_call_named(facts, "keras.layers.Dense(1)"))
+
+
+def test_global_mixed_at_a_conditional_float32_does_not_hide_an_earlier_mixed_one() -> None:
+    facts = facts_for(
+        """
+        import keras
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        if args.debug:
+            keras.mixed_precision.set_global_policy("float32")
+        model = keras.layers.Dense(1)
+        """
+    )
+    assert facts.policy.global_mixed_at(_call_named(facts, "keras.layers.Dense(1)"))

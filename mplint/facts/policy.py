@@ -122,6 +122,20 @@ def _argparse_dest(call: cst.Call) -> str | None:
     return chosen.lstrip("-").replace("-", "_") or None
 
 
+CONTROL_STATEMENTS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler, cst.Finally, cst.Match)
+
+
+def controls_between(facts: "ModuleFacts", node: cst.CSTNode, scope: cst.CSTNode) -> set[int]:
+    """The branches and loops between `node` and its scope."""
+    found: set[int] = set()
+    for ancestor in facts.index.ancestors(node):
+        if ancestor is scope:
+            break
+        if isinstance(ancestor, CONTROL_STATEMENTS):
+            found.add(id(ancestor))
+    return found
+
+
 @dataclass(frozen=True)
 class PolicySetting:
     """One place that sets a policy: a global call or a layer's `dtype=`."""
@@ -262,19 +276,26 @@ class PolicyFacts:
     def global_mixed_at(self, node: cst.CSTNode) -> bool:
         """Whether the global policy can be mixed when `node` runs.
 
-        True under `assume-policy`, or when some mixed global setting can run before
-        `node`: one in another scope (a function called later, or the module a
-        function runs in), or earlier in `node`'s own scope. Layers created in a scope
-        before every mixed setting of that scope keep the old policy (MP102)."""
+        In `node`'s own scope, the global policy calls before it decide, latest first: an
+        unconditional one (relative to `node`) says what the policy is; a conditional one
+        (`if amp: set_global_policy("mixed_float16")`) makes mixed possible. Without
+        those, a mixed setting in another scope (a function called later, the module a
+        function runs in) or `assume-policy` counts. Layers created in a scope before
+        every mixed setting of that scope keep the old policy (MP102)."""
+        facts = self._facts
+        scope = scope_of(facts, node)
+        earlier = [
+            s for s in self.global_settings
+            if s.kind == "global" and scope_of(facts, s.call) is scope and facts.index.before(s.call, node)
+        ]
+        for setting in reversed(earlier):
+            if setting.is_mixed:
+                return True
+            if controls_between(facts, setting.call, scope) <= controls_between(facts, node, scope):
+                return False  # e.g. set_global_policy("float32") before building
         if self.assumed:
             return True
-        scope = scope_of(self._facts, node)
-        for setting in self.mixed_global_settings:
-            if scope_of(self._facts, setting.call) is not scope:
-                return True
-            if self._facts.index.before(setting.call, node):
-                return True
-        return False
+        return any(scope_of(facts, s.call) is not scope for s in self.mixed_global_settings)
 
     def global_compute_dtypes(self) -> frozenset[str]:
         """Compute dtypes of the mixed global policies (and the assumed one)."""
