@@ -25,7 +25,9 @@ are not final outputs.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
@@ -119,6 +121,7 @@ class BindingTable:
         self.facts = facts
         index = facts.index
         self.by_scope: dict[tuple[int, str], list[Binding]] = {}
+        self._positions: dict[tuple[int, str], list[int]] = {}
         for node in index.nodes(cst.Assign):
             statement = index.statement_of(node) or node
             for target in node.targets:  # `a = b = value` binds both to value
@@ -177,6 +180,15 @@ class BindingTable:
 
     def in_scope(self, scope: cst.CSTNode, name: str) -> list[Binding]:
         return self.by_scope.get((id(scope), name), [])
+
+    def positions(self, scope: cst.CSTNode, name: str) -> list[int]:
+        """Source positions of `in_scope(scope, name)` (for bisecting)."""
+        key = (id(scope), name)
+        found = self._positions.get(key)
+        if found is None:
+            order = self.facts.index.position_in_order
+            found = self._positions[key] = [order(b.node) for b in self.by_scope.get(key, [])]
+        return found
 
 
 # -- results -----------------------------------------------------------------------------
@@ -244,17 +256,24 @@ class ModelGraph:
         self.bindings = BindingTable(facts)
         self._class_kinds = self._local_classes()
         self._names_by_value: dict[str, list[cst.Name]] | None = None
-        self.models: list[ModelDef] = []
-        for call in facts.calls_to(MODEL_CLASSES):
+        self._loads_by_owner: dict[str, dict[int, list[cst.Name]]] = {}
+        self._calls_by_func_name: dict[str, list[cst.Call]] | None = None
+
+    @cached_property
+    def models(self) -> list[ModelDef]:
+        """Every model the module builds, in source order."""
+        models: list[ModelDef] = []
+        for call in self.facts.calls_to(MODEL_CLASSES):
             model = self._functional(call)
             if model is not None:
-                self.models.append(model)
-        for call in facts.calls_to(SEQUENTIAL_CLASSES):
-            self.models.append(self._sequential(call))
-        for name, (kind, classdef) in self._class_kinds.items():
+                models.append(model)
+        for call in self.facts.calls_to(SEQUENTIAL_CLASSES):
+            models.append(self._sequential(call))
+        for kind, classdef in self._class_kinds.values():
             if kind == "model" and classdef is not None:
-                self.models.append(self._subclassed(classdef))
-        self.models.sort(key=lambda m: self.index.position_in_order(m.node))
+                models.append(self._subclassed(classdef))
+        models.sort(key=lambda m: self.index.position_in_order(m.node))
+        return models
 
     # -- classes of the module ------------------------------------------------------------
     def _local_classes(self) -> dict[str, tuple[str, cst.ClassDef | None]]:
@@ -305,24 +324,26 @@ class ModelGraph:
         scope = scope_of(self.facts, name)
         bindings = self.bindings.in_scope(scope, name.value)
         if bindings:
-            prior = [
-                b for b in bindings
-                if self.index.before(b.node, name) and not self.index.contains(b.node, name)
-            ]
-            if not prior:
-                return None
-            last = prior[-1]
-            if last.value is None:
+            split = bisect.bisect_left(self.bindings.positions(scope, name.value), self.index.position_in_order(name))
+            last = None
+            for binding in reversed(bindings[:split]):
+                if not self.index.contains(binding.node, name):
+                    last = binding
+                    break
+                if isinstance(binding.node, cst.BaseCompoundStatement):
+                    return None  # read inside `for name in ...:` / `with ... as name:`
+                # else `x = f(x)`: the read sees the binding before
+            if last is None or last.value is None:
                 return None
             if not self.control(last.node, scope) <= self.control(name, scope):
                 return None  # bound in a branch or loop the read is outside of
-            for loop in self.index.ancestors(name):
-                if loop is scope:
-                    break
-                if isinstance(loop, (cst.For, cst.While)) and any(
-                    self.index.contains(loop, b.node) and self.index.before(name, b.node) for b in bindings
-                ):
-                    return None  # re-bound later in a loop that also runs the read
+            later = bindings[split:]
+            if later:
+                for loop in self.index.ancestors(name):
+                    if loop is scope:
+                        break
+                    if isinstance(loop, (cst.For, cst.While)) and any(self.index.contains(loop, b.node) for b in later):
+                        return None  # re-bound later in a loop that also runs the read
             return last
         # Free variable: a binding in an enclosing function or the module, if there is one.
         outer: cst.CSTNode | None = self.index.enclosing(scope, cst.FunctionDef, cst.Lambda) if scope is not self.index.module else None
@@ -364,23 +385,31 @@ class ModelGraph:
         return uses
 
     def name_loads(self, scope: cst.CSTNode, name: str) -> list[cst.Name]:
-        """Reads of a variable in a scope (nested functions included)."""
-        if self._names_by_value is None:
-            self._names_by_value = {}
-            for node in self.index.nodes(cst.Name):
-                self._names_by_value.setdefault(node.value, []).append(node)
-        found = []
-        for node in self._names_by_value.get(name, []):
-            if not self.index.contains(scope, node) or not self._is_load(node):
-                continue
-            inner = scope_of(self.facts, node)
-            while inner is not scope:
-                if self.bindings.in_scope(inner, name) or inner is self.index.module:
-                    break  # a different variable of the same name
-                inner = scope_of(self.facts, inner)
-            if inner is scope:
-                found.append(node)
-        return found
+        """Reads of the variable `name` of `scope` (from nested functions too)."""
+        owners = self._loads_by_owner.get(name)
+        if owners is None:
+            owners = {}
+            if self._names_by_value is None:
+                self._names_by_value = {}
+                for node in self.index.nodes(cst.Name):
+                    self._names_by_value.setdefault(node.value, []).append(node)
+            for node in self._names_by_value.get(name, []):
+                if self._is_load(node):
+                    owners.setdefault(id(self._owner(node, name)), []).append(node)
+            self._loads_by_owner[name] = owners
+        return owners.get(id(scope), [])
+
+    def _owner(self, node: cst.Name, name: str) -> cst.CSTNode:
+        """The scope whose variable a read refers to (Python's rules, roughly: the
+        nearest enclosing scope binding it; class bodies only for their own code)."""
+        inner = scope_of(self.facts, node)
+        first = True
+        while inner is not self.index.module:
+            if self.bindings.in_scope(inner, name) and (first or not isinstance(inner, cst.ClassDef)):
+                return inner
+            inner = scope_of(self.facts, inner)
+            first = False
+        return inner
 
     def _is_load(self, node: cst.Name) -> bool:
         parent = self.index.parent_of(node)
@@ -670,11 +699,7 @@ class ModelGraph:
             function = self.index.function_of(parent)
             if function is None:
                 return False
-            calls = [
-                c for c in self.index.nodes(cst.Call)
-                if isinstance(c.func, cst.Name) and c.func.value == function.name.value
-            ]
-            return any(self._is_component(c, depth + 1) for c in calls)
+            return any(self._is_component(c, depth + 1) for c in self._calls_of(function.name.value))
         if isinstance(parent, cst.Assign) and parent.value is node:
             for target in parent.targets:
                 t = target.target
@@ -720,11 +745,16 @@ class ModelGraph:
         return False
 
     def _class_is_component(self, classdef: cst.ClassDef) -> bool:
-        name = classdef.name.value
-        for call in self.index.nodes(cst.Call):
-            if isinstance(call.func, cst.Name) and call.func.value == name and self._is_component(call):
-                return True
-        return False
+        return any(self._is_component(call) for call in self._calls_of(classdef.name.value))
+
+    def _calls_of(self, name: str) -> list[cst.Call]:
+        """Calls of a plain name (`build_model(...)`, `Classifier(...)`)."""
+        if self._calls_by_func_name is None:
+            self._calls_by_func_name = {}
+            for call in self.index.nodes(cst.Call):
+                if isinstance(call.func, cst.Name):
+                    self._calls_by_func_name.setdefault(call.func.value, []).append(call)
+        return self._calls_by_func_name.get(name, [])
 
     def constructions(self) -> Iterator[cst.Call]:
         """Every call that creates a Keras layer or model (Input and preprocessing aside)."""

@@ -157,6 +157,7 @@ class PolicyFacts:
         self.layer_settings: list[PolicySetting] = []
         self.assumed: str | None = facts.assumed_policy
         self._choices: dict[str, set[str]] | None = None
+        self._by_scope: dict[int, list[PolicySetting]] | None = None
         names = facts.names
         for call in facts.index.nodes(cst.Call):
             qualified = names.qualified(call.func)
@@ -285,8 +286,8 @@ class PolicyFacts:
         facts = self._facts
         scope = scope_of(facts, node)
         earlier = [
-            s for s in self.global_settings
-            if s.kind == "global" and scope_of(facts, s.call) is scope and facts.index.before(s.call, node)
+            s for s in self._globals_in(scope)
+            if facts.index.before(s.call, node)
         ]
         for setting in reversed(earlier):
             if setting.is_mixed:
@@ -295,7 +296,17 @@ class PolicyFacts:
                 return False  # e.g. set_global_policy("float32") before building
         if self.assumed:
             return True
-        return any(scope_of(facts, s.call) is not scope for s in self.mixed_global_settings)
+        here = {id(s) for s in self._globals_in(scope)}
+        return any(s.is_mixed for s in self.global_settings if s.kind == "global" and id(s) not in here)
+
+    def _globals_in(self, scope: cst.CSTNode) -> list[PolicySetting]:
+        """The global policy calls whose code runs in `scope`, in source order."""
+        if self._by_scope is None:
+            self._by_scope = {}
+            for setting in self.global_settings:
+                if setting.kind == "global":
+                    self._by_scope.setdefault(id(scope_of(self._facts, setting.call)), []).append(setting)
+        return self._by_scope.get(id(scope), [])
 
     def global_compute_dtypes(self) -> frozenset[str]:
         """Compute dtypes of the mixed global policies (and the assumed one)."""
