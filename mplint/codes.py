@@ -13,6 +13,10 @@ RULES: dict[str, tuple[str, str]] = {
     "MP102": ("policy-set-after-layers", "outputs"),
     "MP103": ("float16-variables", "outputs"),
     "MP104": ("float16-on-tpu", "outputs"),
+    "MP301": ("units-not-multiple", "tensor_cores"),
+    "MP302": ("filters-not-multiple", "tensor_cores"),
+    "MP303": ("batch-size-not-multiple", "tensor_cores"),
+    "MP304": ("embedding-size-not-multiple", "tensor_cores"),
 }
 
 # Engine codes: always on, never suppressed.
