@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 
-from mplint.analysis.calls import get_arg, quote_like, string_value, with_keyword, without_arg
+from mplint.analysis.calls import get_arg, positional, quote_like, string_value, with_keyword, without_arg
 from mplint.facts.policy import HALF_DTYPES, compute_dtype, scope_of
 from mplint.rule import Change, FixPlan, InsertAfter, Replace
 
@@ -103,10 +103,10 @@ class OutputFix:
         return [Replace(ctor, self._with_float32(ctor))]
 
     def _with_float32(self, ctor: cst.Call) -> cst.Call:
-        return with_keyword(ctor, "dtype", quote_like(self._quote_model(ctor), "float32"))
+        return with_keyword(ctor, "dtype", quote_like(self._string_argument(ctor), "float32"))
 
     @staticmethod
-    def _quote_model(ctor: cst.Call) -> cst.BaseExpression | None:
+    def _string_argument(ctor: cst.Call) -> cst.BaseExpression | None:
         for arg in ctor.args:
             if isinstance(arg.value, cst.SimpleString):
                 return arg.value
@@ -120,8 +120,8 @@ class OutputFix:
         if layer.qualified not in SPLITTABLE_ACTIVATION or get_arg(ctor, None, "name") is not None:
             return None
         arg = get_arg(ctor, 1 if layer.short_name == "Dense" else None, "activation")
-        if arg is None:
-            return None
+        if arg is None or (arg.keyword is None and positional(ctor)[-1] is not arg):
+            return None  # removing it would shift the positional arguments after it
         activation = self._activation_text(arg.value)
         if activation is None or not self._referenced_once():
             return None
@@ -129,7 +129,7 @@ class OutputFix:
         if spelling is None:
             return None
         activation_class, import_changes = spelling
-        quote = quote_like(arg.value if isinstance(arg.value, cst.SimpleString) else self._quote_model(ctor), "float32")
+        quote = quote_like(arg.value if isinstance(arg.value, cst.SimpleString) else self._string_argument(ctor), "float32")
         new_layer = f"{activation_class}({activation}, dtype={quote.value})"
         new_ctor = without_arg(ctor, arg)
         if self.output.slot is not None:
@@ -193,10 +193,9 @@ class OutputFix:
         else:
             ctor_change = [Replace(layer.constructor, new_ctor)]
         assigned = self._assignment_of(application)
-        if assigned is not None:
+        if assigned is not None:  # `out = Dense(...)(x)`: a statement after it
             name, statement = assigned
-            changes: list[Change] = [Replace(layer.constructor, new_ctor)]
-            return changes + [InsertAfter(statement, f"{name} = {new_layer}({name})")]
+            return [Replace(layer.constructor, new_ctor), InsertAfter(statement, f"{name} = {new_layer}({name})")]
         wrapped = cst.Call(func=cst.parse_expression(new_layer), args=[cst.Arg(value=applied)])
         return ctor_change + [Replace(application, wrapped)]
 
