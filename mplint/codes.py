@@ -9,6 +9,8 @@ from __future__ import annotations
 
 # code -> (name, family module in rules/)
 RULES: dict[str, tuple[str, str]] = {
+    "MP101": ("float16-model-output", "outputs"),
+    "MP102": ("policy-set-after-layers", "outputs"),
     "MP103": ("float16-variables", "outputs"),
     "MP104": ("float16-on-tpu", "outputs"),
     "MP301": ("units-not-multiple", "tensor_cores"),

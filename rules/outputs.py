@@ -6,8 +6,11 @@ import libcst as cst
 
 from mplint.analysis.calls import get_arg, quote_like, string_value
 from mplint.diagnostics import FixAvailability, Severity
-from mplint.facts.policy import POLICY_CONSTRUCTORS, PolicySetting
+from mplint.facts.policy import PolicySetting, is_policy_constructor, scope_of
 from mplint.rule import Replace, Rule
+
+from ._model_graph import ModelGraph
+from ._output_fix import OutputFix, half_dtype
 
 PURE_HALF = {"float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 # Keras names whose `dtype=` is a data dtype, not a dtype policy.
@@ -36,7 +39,7 @@ def _policy_literal(facts, expr: cst.BaseExpression | None):
     or a constant bound once; None if there is not exactly one."""
     if expr is None:
         return None
-    if isinstance(expr, cst.Call) and facts.qualified(expr.func) in POLICY_CONSTRUCTORS:
+    if isinstance(expr, cst.Call) and is_policy_constructor(facts.qualified(expr.func)):
         arg = get_arg(expr, 0, "name")
         return _policy_literal(facts, arg.value if arg else None)
     if isinstance(expr, cst.Name):
@@ -192,3 +195,164 @@ class Float16OnTpu(Rule):
             if isinstance(ancestor, (cst.If, cst.Try, cst.ExceptHandler, cst.IfExp, cst.TryStar)):
                 return True
         return False
+
+
+class Float16ModelOutput(Rule):
+    """## What it does
+    Finds models built under a mixed policy whose outputs are computed in float16 or
+    bfloat16: the last layer of a Functional model (`Model(inputs, outputs)`, with one
+    or several outputs), of a Sequential model (the last list element or `.add()`), or
+    the layer whose result a subclassed model's `call` returns, when that layer takes
+    the mixed policy.
+
+    ## Why is this bad?
+    Under `mixed_float16`/`mixed_bfloat16` every layer outputs its compute dtype. A
+    softmax (or any output) computed in half precision feeds the loss with float16
+    numbers, which is numerically unstable. The mixed-precision guide's rule: whatever a
+    model ends in, its outputs must be float32. A float16 softmax in the middle of a
+    model is fine.
+
+    Only outputs traced to a Keras layer call are reported (inline `Dense(...)(x)`, a
+    layer bound to a name and called later, `self.head = Dense(...)` in `__init__`).
+    Outputs made by other operations, custom layers, `Lambda` layers or nested models,
+    and models used as parts of other models, are not reported. Outputs cast to float32
+    (`tf.cast`, `keras.ops.cast`) and last layers with `dtype="float32"`,
+    `dtype=tf.float32` or `dtype=Policy("float32")` are fine.
+
+    ## Example
+    ```python
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    inputs = keras.Input((784,))
+    x = keras.layers.Dense(256, activation="relu")(inputs)
+    outputs = keras.layers.Dense(10, activation="softmax")(x)
+    model = keras.Model(inputs, outputs)
+    ```
+
+    ## Use instead
+    ```python
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    inputs = keras.Input((784,))
+    x = keras.layers.Dense(256, activation="relu")(inputs)
+    outputs = keras.layers.Dense(10)(x)
+    outputs = keras.layers.Activation("softmax", dtype="float32")(outputs)
+    model = keras.Model(inputs, outputs)
+    ```
+
+    ## Fix safety
+    Safe. Where simple, the fix splits the activation off the last layer into a
+    following `Activation(act, dtype="float32")` (a list element or `.add()` call in a
+    Sequential model; a statement or a wrapping call in a Functional model; an
+    attribute created next to the layer in a subclassed model's `__init__`), so the
+    matmul stays in float16. Otherwise it adds `dtype="float32"` to the last layer
+    (for `TimeDistributed`/`Bidirectional` under Keras 2: to the wrapped layer). Both
+    keep every variable (names and shapes: existing checkpoints load, tested with
+    TensorFlow in Keras 2 and 3) and change only the output dtype, as the guide
+    prescribes. The split is not used for a last layer with an explicit `name=`, a
+    model with several outputs, or a layer used in more than one place, so output
+    names and shared layers stay as they are; it does change the auto-generated name
+    of a Sequential/Functional model's output layer (`dense_1` -> `activation`).
+    """
+
+    code = "MP101"
+    name = "float16-model-output"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+    requires_mixed_policy = True
+
+    def check(self) -> None:
+        graph = self.facts.analysis(ModelGraph)
+        finals: dict[int, list] = {}
+        for model in graph.models:
+            if model.component:
+                continue
+            for output in model.outputs:
+                if output.status == "layer" and output.layer is not None:
+                    finals.setdefault(id(output.layer.constructor), []).append((model, output))
+        for uses in finals.values():
+            model, output = uses[0]
+            layer = output.layer
+            half = half_dtype(self.facts, graph, layer)
+            if half is None:
+                continue
+            message = (
+                f"the output of {model.label} is {half} (last layer `{layer.short_name}` under the mixed "
+                "policy): model outputs must be float32"
+            )
+            self.report(layer.constructor, message, fix=OutputFix(self, graph, uses).build())
+
+
+class PolicySetAfterLayers(Rule):
+    """## What it does
+    Finds layers and models created before the global dtype policy is set to a mixed
+    policy in the same scope (module level, or the same function body), in source
+    order. The finding is on the policy call and names the first such layer.
+
+    ## Why is this bad?
+    A layer reads the global policy when it is created. Layers and models built before
+    `set_global_policy("mixed_float16")` keep the policy in force before it (float32),
+    so they silently run without mixed precision. The guide: set the policy before
+    building layers.
+
+    Layers created inside functions (which may run after the policy is set), `Input`s
+    and preprocessing layers (best kept in float32 anyway) are not reported; nor are
+    layers created after an earlier global policy call in the same or an enclosing
+    scope.
+
+    ## Example
+    ```python
+    encoder = keras.layers.Dense(64)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    ```
+
+    ## Use instead
+    ```python
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    encoder = keras.layers.Dense(64)
+    ```
+
+    ## Fix safety
+    No fix: moving the policy call (or the layers) changes what runs first.
+    """
+
+    code = "MP102"
+    name = "policy-set-after-layers"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.NONE
+    requires_mixed_policy = True
+
+    def check(self) -> None:
+        facts, index = self.facts, self.facts.index
+        policy = facts.policy
+        first_in_scope: dict[int, PolicySetting] = {}
+        for setting in policy.mixed_global_settings:
+            first_in_scope.setdefault(id(scope_of(facts, setting.call)), setting)
+        if not first_in_scope:
+            return
+        graph = facts.analysis(ModelGraph)
+        global_calls = [s.call for s in policy.global_settings if s.kind == "global"]
+        created = list(graph.constructions())
+        for setting in first_in_scope.values():
+            scope = scope_of(facts, setting.call)
+            early = [
+                call
+                for call in created
+                if scope_of(facts, call) is scope
+                and index.before(call, setting.call)
+                and not index.contains(setting.call, call)
+                and not any(
+                    index.before(g, call) and index.contains(scope_of(facts, g), call) for g in global_calls
+                )
+            ]
+            if not early:
+                continue
+            first = f"`{facts.module.code_for_node(early[0].func)}(...)`"
+            names = "/".join(sorted(setting.names or ()))
+            if len(early) == 1:
+                what, them = f"{first} was", "it keeps"
+            else:
+                what, them = f"{len(early)} layers/models (first {first}) were", "they keep"
+            self.report(
+                setting.call,
+                f"the global policy ({names}) is set after {what} created in this scope: {them} the "
+                "previous policy (float32 by default); set the policy before building layers",
+            )

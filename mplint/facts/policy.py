@@ -1,9 +1,19 @@
 """The dtype policy a module runs under.
 
-A mixed policy is "in force" in a module when it sets one globally (every spelling of
-`set_global_policy` / `set_dtype_policy` / experimental `set_policy`, with a string, a
-`Policy`/`DTypePolicy` object, a variable or a flag default, also under an `if`),
-gives a layer a mixed `dtype=`, or is covered by `assume-policy` in config.
+A mixed policy is "in force" in a module when it
+
+- sets one globally: every spelling of `set_global_policy` / `set_dtype_policy` /
+  experimental `set_policy` (`tf.keras.mixed_precision`, `keras.mixed_precision`,
+  `keras.config`, `tensorflow.keras...`, `tf_keras`, `tensorflow.python.keras...`,
+  `from ... import set_global_policy as p`, the experimental module), with a string, a
+  `Policy`/`DTypePolicy` object, a variable, a flag default or a parameter default,
+  also under an `if` (`if args.fp16:` code is meant to run mixed);
+- gives a layer a mixed `dtype=` (`dtype="mixed_float16"`, `dtype=policy_var`);
+- or is covered by `assume-policy` in config (code whose policy is set elsewhere).
+
+Rules ask `mixed_in_force` (any of these), `global_mixed_at(node)` (whether the global
+policy can be mixed when `node` runs, for layers that take the global policy) and
+`policy_names(expr)` (what a policy expression can evaluate to).
 """
 
 from __future__ import annotations
@@ -13,11 +23,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value
+from mplint.analysis.calls import arg_value, has_star_args, string_value
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
 
+# Canonical names (see mplint.analysis.names.canonical). Internal module paths
+# (`tensorflow.python.keras.mixed_precision.experimental.policy.set_policy`,
+# `keras.src.dtype_policies.dtype_policy.set_dtype_policy`, ...) are recognised by
+# `is_global_setter` / `is_policy_constructor` as well.
 SET_GLOBAL_POLICY = frozenset(
     {
         "keras.mixed_precision.set_global_policy",
@@ -25,6 +39,7 @@ SET_GLOBAL_POLICY = frozenset(
         "keras.config.set_dtype_policy",
         "keras.mixed_precision.experimental.set_policy",
         "keras.mixed_precision.policy.set_global_policy",
+        "keras.mixed_precision.experimental.policy.set_policy",
     }
 )
 SET_FLOATX = frozenset({"keras.backend.set_floatx", "keras.config.set_floatx"})
@@ -34,11 +49,16 @@ POLICY_CONSTRUCTORS = frozenset(
         "keras.mixed_precision.DTypePolicy",
         "keras.mixed_precision.experimental.Policy",
         "keras.mixed_precision.policy.Policy",
+        "keras.mixed_precision.experimental.policy.Policy",
         "keras.DTypePolicy",
         "keras.dtype_policies.DTypePolicy",
         "keras.dtype_policies.FloatDTypePolicy",
     }
 )
+_SETTER_NAMES = ("set_global_policy", "set_dtype_policy")
+_POLICY_CLASS_NAMES = ("Policy", "DTypePolicy", "FloatDTypePolicy")
+_POLICY_MODULE_HINTS = ("mixed_precision", "dtype_polic")
+
 DTYPE_CONSTANTS = {
     f"{module}.{name}": name
     for module in ("tensorflow", "tensorflow.dtypes", "numpy", "jax.numpy", "torch")
@@ -47,6 +67,73 @@ DTYPE_CONSTANTS = {
 DTYPE_CONSTANTS.update({k: "float16" for k, v in list(DTYPE_CONSTANTS.items()) if v == "half"})
 
 MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
+HALF_DTYPES = ("float16", "bfloat16")
+FULL_DTYPES = ("float32", "float64")
+
+
+def is_global_setter(qualified: str | None) -> bool:
+    """Whether a canonical name sets the global dtype policy."""
+    if qualified is None:
+        return False
+    if qualified in SET_GLOBAL_POLICY:
+        return True
+    if not qualified.startswith("keras."):
+        return False
+    last = qualified.rsplit(".", 1)[-1]
+    if last in _SETTER_NAMES:
+        return True
+    return last == "set_policy" and "mixed_precision" in qualified
+
+
+def is_policy_constructor(qualified: str | None) -> bool:
+    """Whether a canonical name builds a dtype policy object (`Policy`, `DTypePolicy`)."""
+    if qualified is None:
+        return False
+    if qualified in POLICY_CONSTRUCTORS:
+        return True
+    if not qualified.startswith("keras."):
+        return False
+    module, _, last = qualified.rpartition(".")
+    return last in _POLICY_CLASS_NAMES and any(hint in module for hint in _POLICY_MODULE_HINTS)
+
+
+def compute_dtype(policy_name: str) -> str | None:
+    """The dtype a layer computes in under a policy or dtype name."""
+    if policy_name in MIXED_POLICIES:
+        return policy_name.split("_", 1)[1]
+    if policy_name in HALF_DTYPES or policy_name in FULL_DTYPES:
+        return policy_name
+    return None
+
+
+def scope_of(facts: "ModuleFacts", node: cst.CSTNode) -> cst.CSTNode:
+    """The function, lambda or class body whose code runs `node` (else the module)."""
+    return facts.index.enclosing(node, cst.FunctionDef, cst.Lambda, cst.ClassDef) or facts.index.module
+
+
+def _argparse_dest(call: cst.Call) -> str | None:
+    dest = string_value(arg_value(call, None, "dest"))
+    if dest:
+        return dest
+    options = [string_value(a.value) for a in call.args if a.keyword is None]
+    options = [o for o in options if o]
+    longs = [o for o in options if o.startswith("--")]
+    chosen = longs[0] if longs else (options[0] if options else "")
+    return chosen.lstrip("-").replace("-", "_") or None
+
+
+CONTROL_STATEMENTS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler, cst.Finally, cst.Match)
+
+
+def controls_between(facts: "ModuleFacts", node: cst.CSTNode, scope: cst.CSTNode) -> set[int]:
+    """The branches and loops between `node` and its scope."""
+    found: set[int] = set()
+    for ancestor in facts.index.ancestors(node):
+        if ancestor is scope:
+            break
+        if isinstance(ancestor, CONTROL_STATEMENTS):
+            found.add(id(ancestor))
+    return found
 
 
 @dataclass(frozen=True)
@@ -69,10 +156,12 @@ class PolicyFacts:
         self.global_settings: list[PolicySetting] = []
         self.layer_settings: list[PolicySetting] = []
         self.assumed: str | None = facts.assumed_policy
+        self._choices: dict[str, set[str]] | None = None
+        self._by_scope: dict[int, list[PolicySetting]] | None = None
         names = facts.names
         for call in facts.index.nodes(cst.Call):
             qualified = names.qualified(call.func)
-            if qualified in SET_GLOBAL_POLICY:
+            if is_global_setter(qualified):
                 arg = arg_value(call, 0, "policy", "value", "name")
                 self.global_settings.append(
                     PolicySetting(call, arg, self.policy_names(arg) if arg is not None else None, "global")
@@ -84,7 +173,7 @@ class PolicyFacts:
                 )
             else:
                 arg = arg_value(call, None, "dtype")
-                if arg is not None and qualified not in POLICY_CONSTRUCTORS:
+                if arg is not None and not is_policy_constructor(qualified):
                     policy = self.policy_names(arg)
                     if policy and any(n in MIXED_POLICIES for n in policy):
                         self.layer_settings.append(PolicySetting(call, arg, policy, "layer"))
@@ -103,21 +192,21 @@ class PolicyFacts:
             known = [f for f in found if f]
             return frozenset().union(*known) if known else None
         if isinstance(expr, cst.Call):
-            if facts.names.qualified(expr.func) in POLICY_CONSTRUCTORS:
+            if is_policy_constructor(facts.names.qualified(expr.func)):
                 return self.policy_names(arg_value(expr, 0, "name"), depth + 1)
             return None
         if isinstance(expr, cst.Attribute):
             qualified = facts.names.qualified(expr)
             if qualified in DTYPE_CONSTANTS:
                 return frozenset({DTYPE_CONSTANTS[qualified]})
-            value = facts.values.resolve(expr)
-            if value is not None and isinstance(value.value, str):
-                return frozenset({value.value})
-            return None
+            return self._constant(expr)
         if isinstance(expr, cst.Name):
             qualified = facts.names.qualified(expr)
             if qualified in DTYPE_CONSTANTS:
                 return frozenset({DTYPE_CONSTANTS[qualified]})
+            if self._is_parameter(expr):
+                # `def setup(policy="mixed_float16"): set_global_policy(policy)`
+                return self._constant(expr)
             collected: set[str] = set()
             for value in facts.bindings.values_visible(expr, facts.index):
                 found = self.policy_names(value, depth + 1)
@@ -125,6 +214,106 @@ class PolicyFacts:
                     collected |= found
             return frozenset(collected) if collected else None
         return None
+
+    def _is_parameter(self, name: cst.Name) -> bool:
+        """Whether `name` refers to a parameter of an enclosing function (no assignment
+        in between shadows it)."""
+        facts = self._facts
+        function = facts.index.enclosing(name, cst.FunctionDef)
+        while function is not None:
+            params = function.params
+            every = (*params.posonly_params, *params.params, *params.kwonly_params)
+            if any(p.name.value == name.value for p in every):
+                return True
+            if facts.bindings.is_bound(function, name.value):
+                return False
+            function = facts.index.enclosing(function, cst.FunctionDef)
+        return False
+
+    def _constant(self, expr: cst.BaseExpression) -> frozenset[str] | None:
+        found: set[str] = set()
+        value = self._facts.values.resolve(expr)
+        if value is not None and isinstance(value.value, str):
+            found.add(value.value)
+        if isinstance(expr, cst.Attribute):
+            # `set_global_policy(args.policy)` with `choices=["float32", "mixed_float16"]`
+            found |= self._flag_choices().get(expr.attr.value, set())
+        return frozenset(found) if found else None
+
+    def _flag_choices(self) -> dict[str, set[str]]:
+        """String choices of argparse flags (`choices=[...]`) and absl `DEFINE_enum`s, by dest."""
+        if self._choices is None:
+            self._choices = {}
+            for call in self._facts.index.nodes(cst.Call):
+                func = call.func
+                if not isinstance(func, cst.Attribute):
+                    continue
+                if func.attr.value == "add_argument":
+                    dest = _argparse_dest(call)
+                    values = arg_value(call, None, "choices")
+                elif func.attr.value == "DEFINE_enum":
+                    dest = string_value(arg_value(call, 0, "name"))
+                    values = arg_value(call, 2, "enum_values")
+                else:
+                    continue
+                if dest and isinstance(values, (cst.List, cst.Tuple, cst.Set)):
+                    strings = {string_value(e.value) for e in values.elements}
+                    self._choices.setdefault(dest, set()).update(s for s in strings if s)
+        return self._choices
+
+    def layer_policy_names(self, call: cst.Call) -> frozenset[str] | None:
+        """What a layer constructor's own `dtype=` can be. Empty: no `dtype=` (the layer
+        takes the global policy); None: unknown (`**kwargs`, an unresolved expression)."""
+        arg = arg_value(call, None, "dtype")
+        if arg is None:
+            return None if has_star_args(call) else frozenset()
+        return self.policy_names(arg)
+
+    # -- the global policy -----------------------------------------------------------
+    @property
+    def mixed_global_settings(self) -> list[PolicySetting]:
+        return [s for s in self.global_settings if s.kind == "global" and s.is_mixed]
+
+    def global_mixed_at(self, node: cst.CSTNode) -> bool:
+        """Whether the global policy can be mixed when `node` runs.
+
+        In `node`'s own scope, the global policy calls before it decide, latest first: an
+        unconditional one (relative to `node`) says what the policy is; a conditional one
+        (`if amp: set_global_policy("mixed_float16")`) makes mixed possible. Without
+        those, a mixed setting in another scope (a function called later, the module a
+        function runs in) or `assume-policy` counts. Layers created in a scope before
+        every mixed setting of that scope keep the old policy (MP102)."""
+        facts = self._facts
+        scope = scope_of(facts, node)
+        earlier = [
+            s for s in self._globals_in(scope)
+            if facts.index.before(s.call, node)
+        ]
+        for setting in reversed(earlier):
+            if setting.is_mixed:
+                return True
+            if controls_between(facts, setting.call, scope) <= controls_between(facts, node, scope):
+                return False  # e.g. set_global_policy("float32") before building
+        if self.assumed:
+            return True
+        here = {id(s) for s in self._globals_in(scope)}
+        return any(s.is_mixed for s in self.global_settings if s.kind == "global" and id(s) not in here)
+
+    def _globals_in(self, scope: cst.CSTNode) -> list[PolicySetting]:
+        """The global policy calls whose code runs in `scope`, in source order."""
+        if self._by_scope is None:
+            self._by_scope = {}
+            for setting in self.global_settings:
+                if setting.kind == "global":
+                    self._by_scope.setdefault(id(scope_of(self._facts, setting.call)), []).append(setting)
+        return self._by_scope.get(id(scope), [])
+
+    def global_compute_dtypes(self) -> frozenset[str]:
+        """Compute dtypes of the mixed global policies (and the assumed one)."""
+        found = {n for s in self.mixed_global_settings for n in s.names or () if n in MIXED_POLICIES}
+        if self.assumed:
+            found.add(self.assumed)
+        return frozenset(c for c in (compute_dtype(n) for n in found) if c)
 
     # -- summary --------------------------------------------------------------------
     @property

@@ -1,0 +1,792 @@
+"""The Keras models a module builds, and the layer call that computes each output.
+
+Shared by the MP1xx rules (`facts.analysis(ModelGraph)`). It finds
+
+- Functional models: `Model(inputs, outputs)` / `Model(inputs=..., outputs=...)` with a
+  tensor, list, tuple or dict of outputs (also through a variable);
+- Sequential models: a list/tuple literal of layers, then `.add()` calls on the same
+  variable in the same scope; the last layer is the output;
+- subclassed models: classes deriving from `Model` (directly or through a class of the
+  module); the values `call` returns;
+
+through every spelling of `Model`/`Sequential` (canonical names). Each output tensor is
+traced back through single assignments (`x = layer(x)`, reaching definitions in
+straight-line code) to the layer call that produced it: an inline constructor
+`Dense(...)(x)`, a layer bound to a name first and called later (`head = Dense(...)`,
+`head(x)`), or a layer attribute set in the class (`self.head = Dense(...)`,
+`self.head(x)`). A cast to float32 (`tf.cast`, `keras.ops.cast`) ends a trace as float32.
+Anything else (an op on tensors, a custom layer, a nested model, a name bound in a
+branch) is "unknown": precision over recall, the rules stay silent there.
+
+Models used as parts of other models (a backbone called on a symbolic tensor, an
+element of a Sequential, a sub-model attribute) are marked `component`: their outputs
+are not final outputs.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+
+from mplint.analysis.calls import arg_value, get_arg, has_star_args
+from mplint.facts.policy import FULL_DTYPES, controls_between, scope_of
+
+if TYPE_CHECKING:
+    from mplint.facts.module import ModuleFacts
+
+MODEL_CLASSES = frozenset(
+    {
+        "keras.Model",
+        "keras.models.Model",
+        "keras.engine.training.Model",
+        "keras.engine.functional.Functional",
+        "keras.src.models.model.Model",
+        "keras.src.engine.training.Model",
+    }
+)
+SEQUENTIAL_CLASSES = frozenset(
+    {
+        "keras.Sequential",
+        "keras.models.Sequential",
+        "keras.engine.sequential.Sequential",
+        "keras.src.models.sequential.Sequential",
+        "keras.src.engine.sequential.Sequential",
+    }
+)
+LAYER_BASES = frozenset({"keras.layers.Layer", "keras.Layer", "keras.engine.base_layer.Layer", "keras.src.layers.layer.Layer"})
+INPUTS = frozenset({"keras.Input", "keras.layers.Input"})
+CAST_FUNCTIONS = frozenset(
+    {"tensorflow.cast", "tensorflow.dtypes.cast", "keras.ops.cast", "keras.backend.cast", "keras.src.ops.cast"}
+)
+# Keras layers whose output dtype is not simply the compute dtype of their policy.
+UNTRACED_LAYERS = frozenset(
+    {
+        "keras.layers.Input",
+        "keras.layers.InputLayer",
+        "keras.layers.InputSpec",
+        "keras.layers.Layer",
+        "keras.layers.Wrapper",
+        "keras.layers.Lambda",  # the function may cast
+        "keras.layers.TFSMLayer",
+        "keras.layers.StringLookup",
+        "keras.layers.IntegerLookup",
+        "keras.layers.TextVectorization",
+        "keras.layers.Hashing",
+        "keras.layers.HashedCrossing",
+        "keras.layers.CategoryEncoding",
+        "keras.layers.Discretization",
+    }
+)
+WRAPPERS = frozenset({"keras.layers.TimeDistributed", "keras.layers.Bidirectional"})
+# Layers whose `activation=` is applied last, so `Layer(act)` == `Activation(act)(Layer())`.
+SPLITTABLE_ACTIVATION = frozenset(
+    f"keras.layers.{name}"
+    for name in (
+        "Dense", "EinsumDense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
+        "Conv3DTranspose", "SeparableConv1D", "SeparableConv2D", "DepthwiseConv1D", "DepthwiseConv2D",
+        "Convolution1D", "Convolution2D", "Convolution3D", "Convolution2DTranspose",
+        "Convolution3DTranspose", "SeparableConvolution1D", "SeparableConvolution2D",
+        "LocallyConnected1D", "LocallyConnected2D",
+    )
+)
+
+
+def is_keras_layer_name(qualified: str | None) -> bool:
+    """`keras.layers.Dense` and the like: a Keras layer class (not a function)."""
+    if qualified is None or not qualified.startswith("keras.layers."):
+        return False
+    rest = qualified[len("keras.layers."):]
+    return "." not in rest and rest[:1].isupper()
+
+
+# -- what the module binds ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Binding:
+    """One binding of a name in a scope: `name = value` (value None: not a plain value)."""
+
+    name: str
+    node: cst.CSTNode  # the statement (or expression) that binds
+    value: cst.BaseExpression | None
+
+
+class BindingTable:
+    """Every binding of every name, per scope, in source order."""
+
+    def __init__(self, facts: "ModuleFacts") -> None:
+        self.facts = facts
+        index = facts.index
+        self.by_scope: dict[tuple[int, str], list[Binding]] = {}
+        self._positions: dict[tuple[int, str], list[int]] = {}
+        for node in index.nodes(cst.Assign):
+            statement = index.statement_of(node) or node
+            for target in node.targets:  # `a = b = value` binds both to value
+                self._bind(node, statement, target.target, node.value)
+        for node in index.nodes(cst.AnnAssign):
+            self._bind(node, index.statement_of(node) or node, node.target, node.value)
+        for node in index.nodes(cst.AugAssign):
+            self._bind(node, index.statement_of(node) or node, node.target, None)
+        for node in index.nodes(cst.For):
+            self._bind(node, node, node.target, None)
+        for node in index.nodes(cst.AsName):
+            parent = index.parent_of(node)
+            if isinstance(parent, (cst.WithItem, cst.ExceptHandler, cst.ImportAlias)):
+                self._bind(node, index.statement_of(node) or node, node.name, None)
+        for node in index.nodes(cst.NamedExpr):
+            self._bind(node, node, node.target, node.value)
+        for node in index.nodes(cst.ImportAlias):
+            if node.asname is None:
+                head = node.name
+                while isinstance(head, cst.Attribute):
+                    head = head.value
+                self._bind(node, index.statement_of(node) or node, head, None)
+        self.local_definitions: set[str] = set()
+        for kind in (cst.FunctionDef, cst.ClassDef):
+            for node in index.nodes(kind):
+                self._add(scope_of(facts, node), Binding(node.name.value, node, None))
+                self.local_definitions.add(node.name.value)
+        for kind in (cst.FunctionDef, cst.Lambda):
+            for node in index.nodes(kind):
+                params = node.params
+                for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                    self._add(node, Binding(param.name.value, node, None))
+                for star in (params.star_arg, params.star_kwarg):
+                    if isinstance(star, cst.Param):
+                        self._add(node, Binding(star.name.value, node, None))
+        self._sort()
+
+    def _bind(self, owner: cst.CSTNode, statement: cst.CSTNode, target: cst.BaseExpression,
+              value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            scope = scope_of(self.facts, owner)
+            self._add(scope, Binding(target.value, statement, value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(owner, statement, element.value, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(owner, statement, target.value, None)
+
+    def _add(self, scope: cst.CSTNode, binding: Binding) -> None:
+        self.by_scope.setdefault((id(scope), binding.name), []).append(binding)
+
+    def _sort(self) -> None:
+        order = self.facts.index.position_in_order
+        for bindings in self.by_scope.values():
+            bindings.sort(key=lambda b: order(b.node))
+
+    def in_scope(self, scope: cst.CSTNode, name: str) -> list[Binding]:
+        return self.by_scope.get((id(scope), name), [])
+
+    def positions(self, scope: cst.CSTNode, name: str) -> list[int]:
+        """Source positions of `in_scope(scope, name)` (for bisecting)."""
+        key = (id(scope), name)
+        found = self._positions.get(key)
+        if found is None:
+            order = self.facts.index.position_in_order
+            found = self._positions[key] = [order(b.node) for b in self.by_scope.get(key, [])]
+        return found
+
+
+# -- results -----------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class LayerRef:
+    """A Keras layer constructor call and how the code refers to the layer."""
+
+    constructor: cst.Call
+    qualified: str  # canonical class name, `keras.layers.Dense`
+    via: str  # "inline", "name" or "attribute"
+    name: str | None = None  # the variable or attribute the layer is bound to
+    statement: cst.CSTNode | None = None  # `head = Dense(...)` / `self.head = Dense(...)`
+    owner: cst.ClassDef | None = None  # the class holding the attribute
+
+    @property
+    def short_name(self) -> str:
+        return self.qualified.rsplit(".", 1)[-1]
+
+
+@dataclass(eq=False)
+class SequentialSlot:
+    """Where the last layer of a Sequential model is written."""
+
+    container: cst.List | cst.Tuple | None = None  # `Sequential([..., last])`
+    element: cst.Element | None = None
+    add_call: cst.Call | None = None  # `model.add(last)`
+
+
+@dataclass(eq=False)
+class Output:
+    """One output of a model, traced back to what computes it."""
+
+    status: str  # "layer", "float32" (a cast to float32) or "unknown"
+    expr: cst.BaseExpression | None = None  # the output as written in the model
+    layer: LayerRef | None = None
+    application: cst.Call | None = None  # `Dense(...)(x)`, `head(x)`, `self.head(x)`
+    slot: SequentialSlot | None = None
+
+
+@dataclass(eq=False)
+class ModelDef:
+    kind: str  # "functional", "sequential" or "subclassed"
+    node: cst.CSTNode  # the Model(...)/Sequential(...) call, or the ClassDef
+    label: str
+    outputs: list[Output] = field(default_factory=list)
+    component: bool = False
+
+    @property
+    def single_output(self) -> bool:
+        return len(self.outputs) == 1
+
+
+_UNKNOWN = Output("unknown")
+
+
+# -- the analysis -------------------------------------------------------------------------
+
+class ModelGraph:
+    MAX_DEPTH = 24
+
+    def __init__(self, facts: "ModuleFacts") -> None:
+        self.facts = facts
+        self.index = facts.index
+        self.bindings = BindingTable(facts)
+        self._class_kinds = self._local_classes()
+        self._names_by_value: dict[str, list[cst.Name]] | None = None
+        self._loads_by_owner: dict[str, dict[int, list[cst.Name]]] = {}
+        self._calls_by_func_name: dict[str, list[cst.Call]] | None = None
+
+    @cached_property
+    def models(self) -> list[ModelDef]:
+        """Every model the module builds, in source order."""
+        models: list[ModelDef] = []
+        for call in self.facts.calls_to(MODEL_CLASSES):
+            model = self._functional(call)
+            if model is not None:
+                models.append(model)
+        for call in self.facts.calls_to(SEQUENTIAL_CLASSES):
+            models.append(self._sequential(call))
+        for kind, classdef in self._class_kinds.values():
+            if kind == "model" and classdef is not None:
+                models.append(self._subclassed(classdef))
+        models.sort(key=lambda m: self.index.position_in_order(m.node))
+        return models
+
+    # -- classes of the module ------------------------------------------------------------
+    def _local_classes(self) -> dict[str, tuple[str, cst.ClassDef | None]]:
+        """Module classes deriving (maybe indirectly) from a Keras Model or Layer."""
+        classes: dict[str, list[cst.ClassDef]] = {}
+        for node in self.index.nodes(cst.ClassDef):
+            classes.setdefault(node.name.value, []).append(node)
+        kinds: dict[str, tuple[str, cst.ClassDef | None]] = {}
+        changed = True
+        while changed:
+            changed = False
+            for name, defs in classes.items():
+                if name in kinds or len(defs) != 1:
+                    continue
+                kind = None
+                for base in defs[0].bases:
+                    qualified = self.qualified(base.value)
+                    local = base.value.value if isinstance(base.value, cst.Name) else None
+                    if qualified in MODEL_CLASSES or (local in kinds and kinds[local][0] == "model"):
+                        kind = "model"
+                    elif qualified in SEQUENTIAL_CLASSES or is_keras_layer_name(qualified) or qualified in LAYER_BASES or (
+                        local in kinds and kinds[local][0] in ("layer", "sequential")
+                    ):
+                        kind = kind or ("sequential" if qualified in SEQUENTIAL_CLASSES else "layer")
+                if kind is not None:
+                    kinds[name] = (kind, defs[0])
+                    changed = True
+        return kinds
+
+    def is_layer_or_model_class(self, classdef: cst.ClassDef | None) -> bool:
+        if classdef is None:
+            return False
+        found = self._class_kinds.get(classdef.name.value)
+        return found is not None and found[1] is classdef
+
+    def local_class_kind(self, func: cst.BaseExpression) -> str | None:
+        if isinstance(func, cst.Name) and func.value in self._class_kinds:
+            return self._class_kinds[func.value][0]
+        return None
+
+    # -- bindings and control flow ----------------------------------------------------------
+    def control(self, node: cst.CSTNode, scope: cst.CSTNode) -> set[int]:
+        """Conditional/loop statements between `node` and its scope."""
+        return controls_between(self.facts, node, scope)
+
+    def reaching(self, name: cst.Name) -> Binding | None:
+        """The binding of `name` that certainly holds where it is read, or None."""
+        scope = scope_of(self.facts, name)
+        bindings = self.bindings.in_scope(scope, name.value)
+        if bindings:
+            split = bisect.bisect_left(self.bindings.positions(scope, name.value), self.index.position_in_order(name))
+            last = None
+            for binding in reversed(bindings[:split]):
+                if not self.index.contains(binding.node, name):
+                    last = binding
+                    break
+                if isinstance(binding.node, cst.BaseCompoundStatement):
+                    return None  # read inside `for name in ...:` / `with ... as name:`
+                # else `x = f(x)`: the read sees the binding before
+            if last is None or last.value is None:
+                return None
+            if not self.control(last.node, scope) <= self.control(name, scope):
+                return None  # bound in a branch or loop the read is outside of
+            later = bindings[split:]
+            if later:
+                for loop in self.index.ancestors(name):
+                    if loop is scope:
+                        break
+                    if isinstance(loop, (cst.For, cst.While)) and any(self.index.contains(loop, b.node) for b in later):
+                        return None  # re-bound later in a loop that also runs the read
+            return last
+        # Free variable: a binding in an enclosing function or the module, if there is one.
+        outer: cst.CSTNode | None = self.index.enclosing(scope, cst.FunctionDef, cst.Lambda) if scope is not self.index.module else None
+        while True:
+            current = outer or self.index.module
+            found = self.bindings.in_scope(current, name.value)
+            if found:
+                return found[0] if len(found) == 1 and found[0].value is not None else None
+            if current is self.index.module:
+                return None
+            outer = self.index.enclosing(current, cst.FunctionDef, cst.Lambda)
+
+    def attribute_bindings(self, classdef: cst.ClassDef, attr: str) -> list[tuple[cst.Assign, cst.BaseExpression]]:
+        """`self.<attr> = value` assignments in the methods of a class."""
+        found = []
+        for node in self.index.descendants(classdef):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    t = target.target
+                    if isinstance(t, cst.Attribute) and t.attr.value == attr and _is_self(t.value):
+                        found.append((node, node.value))
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                t = node.target
+                if isinstance(t, cst.Attribute) and t.attr.value == attr and _is_self(t.value):
+                    found.append((node, node.value if isinstance(node, cst.AnnAssign) and node.value else cst.Ellipsis()))
+        return found
+
+    def attribute_uses(self, classdef: cst.ClassDef, attr: str) -> list[cst.Attribute]:
+        """Reads of `self.<attr>` in a class (not the assignments)."""
+        uses = []
+        for node in self.index.descendants(classdef):
+            if isinstance(node, cst.Attribute) and node.attr.value == attr and _is_self(node.value):
+                parent = self.index.parent_of(node)
+                if isinstance(parent, cst.AssignTarget) or (
+                    isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node
+                ):
+                    continue
+                uses.append(node)
+        return uses
+
+    def name_loads(self, scope: cst.CSTNode, name: str) -> list[cst.Name]:
+        """Reads of the variable `name` of `scope` (from nested functions too)."""
+        owners = self._loads_by_owner.get(name)
+        if owners is None:
+            owners = {}
+            if self._names_by_value is None:
+                self._names_by_value = {}
+                for node in self.index.nodes(cst.Name):
+                    self._names_by_value.setdefault(node.value, []).append(node)
+            for node in self._names_by_value.get(name, []):
+                if self._is_load(node):
+                    owners.setdefault(id(self._owner(node, name)), []).append(node)
+            self._loads_by_owner[name] = owners
+        return owners.get(id(scope), [])
+
+    def _owner(self, node: cst.Name, name: str) -> cst.CSTNode:
+        """The scope whose variable a read refers to (Python's rules, roughly: the
+        nearest enclosing scope binding it; class bodies only for their own code)."""
+        inner = scope_of(self.facts, node)
+        first = True
+        while inner is not self.index.module:
+            if self.bindings.in_scope(inner, name) and (first or not isinstance(inner, cst.ClassDef)):
+                return inner
+            inner = scope_of(self.facts, inner)
+            first = False
+        return inner
+
+    def _is_load(self, node: cst.Name) -> bool:
+        parent = self.index.parent_of(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return False
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            return False
+        if isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName, cst.AssignTarget)):
+            return False
+        if isinstance(parent, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)) and getattr(parent, "target", None) is node:
+            return False
+        if isinstance(parent, (cst.Element, cst.StarredElement)):
+            holder = self.index.parent_of(parent)
+            if isinstance(holder, (cst.Tuple, cst.List)) and isinstance(self.index.parent_of(holder), (cst.AssignTarget, cst.For)):
+                return False
+        return True
+
+    # -- layers -----------------------------------------------------------------------------
+    def qualified(self, func: cst.BaseExpression) -> str | None:
+        """Canonical name of a callee; None for classes and functions of the module
+        (which a star import would otherwise claim)."""
+        if isinstance(func, cst.Name) and func.value in self.bindings.local_definitions:
+            return None
+        return self.facts.qualified(func)
+
+    def layer_constructor(self, expr: cst.BaseExpression | None) -> cst.Call | None:
+        """`expr` if it constructs a (traceable) Keras layer."""
+        if isinstance(expr, cst.Call) and not has_star_args(expr):
+            qualified = self.qualified(expr.func)
+            if is_keras_layer_name(qualified) and qualified not in UNTRACED_LAYERS:
+                return expr
+        return None
+
+    def layer_of(self, func: cst.BaseExpression) -> LayerRef | None:
+        """The layer that `func(...)` applies: inline, bound to a name, or an attribute."""
+        ctor = self.layer_constructor(func)
+        if ctor is not None:
+            return LayerRef(ctor, self.facts.qualified(ctor.func) or "", "inline")
+        if isinstance(func, cst.Name):
+            binding = self.reaching(func)
+            if binding is not None:
+                ctor = self.layer_constructor(binding.value)
+                if ctor is not None and binding.value is ctor:
+                    return LayerRef(ctor, self.facts.qualified(ctor.func) or "", "name", func.value, binding.node)
+            return None
+        if isinstance(func, cst.Attribute) and _is_self(func.value):
+            classdef = self.index.class_of(func)
+            if classdef is None:
+                return None
+            assigned = self.attribute_bindings(classdef, func.attr.value)
+            if len(assigned) != 1:
+                return None
+            assign, value = assigned[0]
+            ctor = self.layer_constructor(value)
+            if ctor is None:
+                return None
+            statement = self.index.statement_of(assign)
+            return LayerRef(ctor, self.facts.qualified(ctor.func) or "", "attribute", func.attr.value, statement, classdef)
+        return None
+
+    def wrapped_layer(self, wrapper: cst.Call) -> LayerRef | None:
+        """The layer a `TimeDistributed(...)`/`Bidirectional(...)` wraps, if traceable."""
+        inner = arg_value(wrapper, 0, "layer")
+        ctor = self.layer_constructor(inner)
+        if ctor is not None:
+            return LayerRef(ctor, self.facts.qualified(ctor.func) or "", "inline")
+        if isinstance(inner, cst.Name):
+            binding = self.reaching(inner)
+            if binding is not None:
+                ctor = self.layer_constructor(binding.value)
+                if ctor is not None:
+                    return LayerRef(ctor, self.facts.qualified(ctor.func) or "", "name", inner.value, binding.node)
+        return None
+
+    # -- tensors -----------------------------------------------------------------------------
+    def trace(self, expr: cst.BaseExpression, depth: int = 0) -> Output:
+        """What computes the tensor `expr`: a layer call, a float32 cast, or unknown."""
+        if depth > self.MAX_DEPTH:
+            return _UNKNOWN
+        if isinstance(expr, cst.Call):
+            qualified = self.facts.qualified(expr.func)
+            if qualified in CAST_FUNCTIONS:
+                names = self.facts.policy.policy_names(arg_value(expr, 1, "dtype"))
+                if names and all(n in FULL_DTYPES for n in names):
+                    return Output("float32", expr)
+                return _UNKNOWN
+            layer = self.layer_of(expr.func)
+            if layer is not None:
+                return Output("layer", expr, layer, application=expr)
+            return _UNKNOWN
+        if isinstance(expr, cst.Name):
+            binding = self.reaching(expr)
+            if binding is None or binding.value is None:
+                return _UNKNOWN
+            found = self.trace(binding.value, depth + 1)
+            return Output(found.status, expr, found.layer, found.application, found.slot) if found.status != "unknown" else _UNKNOWN
+        return _UNKNOWN
+
+    def is_symbolic(self, expr: cst.BaseExpression | None, depth: int = 0) -> bool:
+        """Whether `expr` is a symbolic tensor of a model under construction (an Input, a
+        layer's or a model's output)."""
+        if expr is None or depth > self.MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            if self.facts.qualified(expr.func) in INPUTS:
+                return True
+            if self.layer_of(expr.func) is not None or self.is_model_value(expr.func, depth + 1):
+                return True
+            return False
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return any(self.is_symbolic(e.value, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return any(self.is_symbolic(e.value, depth + 1) for e in expr.elements if isinstance(e, cst.DictElement))
+        if isinstance(expr, cst.Name):
+            binding = self.reaching(expr)
+            return binding is not None and self.is_symbolic(binding.value, depth + 1)
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("output", "input", "outputs", "inputs"):
+            return True
+        return False
+
+    def is_model_value(self, expr: cst.BaseExpression | None, depth: int = 0) -> bool:
+        """Whether `expr` is (a name bound to) a model construction."""
+        if expr is None or depth > self.MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            qualified = self.qualified(expr.func)
+            return qualified in MODEL_CLASSES or qualified in SEQUENTIAL_CLASSES or self.local_class_kind(expr.func) == "model"
+        if isinstance(expr, cst.Name):
+            binding = self.reaching(expr)
+            return binding is not None and self.is_model_value(binding.value, depth + 1)
+        return False
+
+    # -- Functional models ----------------------------------------------------------------
+    def output_expressions(self, expr: cst.BaseExpression | None, depth: int = 0) -> list[cst.BaseExpression] | None:
+        """The tensors of an outputs structure (tensor, list, tuple or dict); None if unknown."""
+        if expr is None or depth > 4:
+            return None
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            if any(not isinstance(e, cst.Element) for e in expr.elements):
+                return None
+            return [e.value for e in expr.elements]
+        if isinstance(expr, cst.Dict):
+            if any(not isinstance(e, cst.DictElement) for e in expr.elements):
+                return None
+            return [e.value for e in expr.elements if isinstance(e, cst.DictElement)]
+        if isinstance(expr, cst.Name):
+            binding = self.reaching(expr)
+            if binding is not None and isinstance(binding.value, (cst.List, cst.Tuple, cst.Dict)):
+                return self.output_expressions(binding.value, depth + 1)
+        return [expr]
+
+    def _functional(self, call: cst.Call) -> ModelDef | None:
+        outputs_arg = get_arg(call, 1, "outputs")
+        if outputs_arg is None or has_star_args(call):
+            return None
+        model = ModelDef("functional", call, self._label(call, "model"))
+        tensors = self.output_expressions(outputs_arg.value)
+        model.outputs = [self.trace(t) for t in tensors] if tensors is not None else [_UNKNOWN]
+        model.component = self._is_component(call)
+        return model
+
+    # -- Sequential models ----------------------------------------------------------------
+    def _sequential(self, call: cst.Call) -> ModelDef:
+        model = ModelDef("sequential", call, self._label(call, "Sequential model"))
+        model.outputs = [self._sequential_output(call)]
+        model.component = self._is_component(call)
+        return model
+
+    def _sequential_output(self, call: cst.Call) -> Output:
+        if has_star_args(call):
+            return _UNKNOWN
+        adds = self._add_calls(call)
+        if adds is None:
+            return _UNKNOWN
+        if adds:
+            last = adds[-1]
+            element = arg_value(last, 0, "layer")
+            slot = SequentialSlot(add_call=last)
+        else:
+            container = arg_value(call, 0, "layers")
+            if isinstance(container, cst.Name):
+                binding = self.reaching(container)
+                container = binding.value if binding is not None else None
+            if not isinstance(container, (cst.List, cst.Tuple)) or not container.elements:
+                return _UNKNOWN
+            last_element = container.elements[-1]
+            if not isinstance(last_element, cst.Element):
+                return _UNKNOWN
+            element = last_element.value
+            slot = SequentialSlot(container=container, element=last_element)
+        layer = self._sequential_layer(element)
+        if layer is None:
+            return _UNKNOWN
+        return Output("layer", element, layer, slot=slot)
+
+    def _sequential_layer(self, element: cst.BaseExpression | None) -> LayerRef | None:
+        ctor = self.layer_constructor(element)
+        if ctor is not None:
+            return LayerRef(ctor, self.facts.qualified(ctor.func) or "", "inline")
+        if isinstance(element, cst.Name):
+            binding = self.reaching(element)
+            if binding is not None:
+                ctor = self.layer_constructor(binding.value)
+                if ctor is not None and binding.value is ctor:
+                    return LayerRef(ctor, self.facts.qualified(ctor.func) or "", "name", element.value, binding.node)
+        return None
+
+    def _add_calls(self, call: cst.Call) -> list[cst.Call] | None:
+        """`model.add(...)` calls after `model = Sequential(...)`, in order; None if the
+        last layer cannot be known (`pop()`, an `add` in a branch or loop)."""
+        target = self._bound_name(call)
+        if target is None:
+            return []
+        name, statement = target
+        scope = scope_of(self.facts, call)
+        later = [b for b in self.bindings.in_scope(scope, name) if self.index.before(statement, b.node) and b.node is not statement]
+        end = later[0].node if later else None
+        adds: list[cst.Call] = []
+        for node in self.name_loads(scope, name):
+            if not self.index.before(statement, node) or (end is not None and not self.index.before(node, end)):
+                continue
+            parent = self.index.parent_of(node)
+            if not (isinstance(parent, cst.Attribute) and parent.value is node):
+                continue
+            method = parent.attr.value
+            holder = self.index.parent_of(parent)
+            if method == "pop":
+                return None
+            if method == "add" and isinstance(holder, cst.Call) and holder.func is parent:
+                if scope_of(self.facts, holder) is not scope:
+                    return None
+                adds.append(holder)
+        if adds and not self.control(adds[-1], scope) <= self.control(call, scope):
+            return None
+        return adds
+
+    def _bound_name(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode] | None:
+        """(`name`, statement) when `node` is the whole value of `name = node`."""
+        parent = self.index.parent_of(node)
+        if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if isinstance(target, cst.Name):
+                return target.value, self.index.statement_of(parent) or parent
+        if isinstance(parent, cst.AnnAssign) and parent.value is node and isinstance(parent.target, cst.Name):
+            return parent.target.value, self.index.statement_of(parent) or parent
+        return None
+
+    # -- subclassed models ----------------------------------------------------------------
+    def _subclassed(self, classdef: cst.ClassDef) -> ModelDef:
+        model = ModelDef("subclassed", classdef, f"model class `{classdef.name.value}`")
+        call_method = next(
+            (s for s in classdef.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "call"), None
+        )
+        if call_method is None:
+            return model  # inherits `call`: the base class's outputs
+        for node in self.index.descendants(call_method):
+            if isinstance(node, cst.Return) and node.value is not None and self.index.function_of(node) is call_method:
+                tensors = self.output_expressions(node.value)
+                if tensors is None:
+                    model.outputs.append(_UNKNOWN)
+                else:
+                    model.outputs.extend(self.trace(t) for t in tensors)
+        model.component = self._class_is_component(classdef)
+        return model
+
+    # -- parts of other models ------------------------------------------------------------
+    def _label(self, call: cst.Call, what: str) -> str:
+        bound = self._bound_name(call)
+        if bound:
+            return f"{what} `{bound[0]}`"
+        parent = self.index.parent_of(call)
+        function = self.index.function_of(call)
+        if isinstance(parent, cst.Return) and function is not None:
+            return f"the {what} returned by `{function.name.value}()`"
+        return what
+
+    def _is_component(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """Whether the model built by `node` (a call) is used as a part of another model."""
+        if depth > 3:
+            return False
+        parent = self.index.parent_of(node)
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return any(self.is_symbolic(a.value) for a in parent.args)  # `Sequential([...])(x)`
+        if isinstance(parent, (cst.Arg, cst.Element)):
+            return self._used_as_part(node)
+        if isinstance(parent, cst.Return):
+            function = self.index.function_of(parent)
+            if function is None:
+                return False
+            return any(self._is_component(c, depth + 1) for c in self._calls_of(function.name.value))
+        if isinstance(parent, cst.Assign) and parent.value is node:
+            for target in parent.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and _is_self(t.value):
+                    return self.is_layer_or_model_class(self.index.class_of(node))
+        bound = self._bound_name(node)
+        if bound is None:
+            return False
+        name, statement = bound
+        scope = scope_of(self.facts, node)
+        for use in self.name_loads(scope, name):
+            if self.index.before(use, statement):
+                continue
+            use_parent = self.index.parent_of(use)
+            if isinstance(use_parent, cst.Call) and use_parent.func is use:
+                if any(self.is_symbolic(a.value) for a in use_parent.args):
+                    return True
+            elif isinstance(use_parent, (cst.Arg, cst.Element)) and self._used_as_part(use):
+                return True
+            elif isinstance(use_parent, cst.Attribute) and use_parent.attr.value in ("output", "outputs"):
+                return True  # its output tensor feeds another graph
+            elif isinstance(use_parent, cst.Assign) and use_parent.value is use:
+                for target in use_parent.targets:
+                    t = target.target
+                    if isinstance(t, cst.Attribute) and _is_self(t.value) and self.is_layer_or_model_class(self.index.class_of(use)):
+                        return True
+        return False
+
+    def _used_as_part(self, node: cst.CSTNode) -> bool:
+        """`node` is an element of a Sequential's layers, an argument of `.add()`, of a
+        layer constructor (a wrapper) or of a model constructor."""
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, cst.Call):
+                func = ancestor.func
+                qualified = self.facts.qualified(func)
+                if qualified in SEQUENTIAL_CLASSES or is_keras_layer_name(qualified) or qualified in MODEL_CLASSES:
+                    return True
+                if isinstance(func, cst.Attribute) and func.attr.value == "add":
+                    return True
+                return False
+            if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
+                return False
+        return False
+
+    def _class_is_component(self, classdef: cst.ClassDef) -> bool:
+        return any(self._is_component(call) for call in self._calls_of(classdef.name.value))
+
+    def _calls_of(self, name: str) -> list[cst.Call]:
+        """Calls of a plain name (`build_model(...)`, `Classifier(...)`)."""
+        if self._calls_by_func_name is None:
+            self._calls_by_func_name = {}
+            for call in self.index.nodes(cst.Call):
+                if isinstance(call.func, cst.Name):
+                    self._calls_by_func_name.setdefault(call.func.value, []).append(call)
+        return self._calls_by_func_name.get(name, [])
+
+    def constructions(self) -> Iterator[cst.Call]:
+        """Every call that creates a Keras layer or model (Input and preprocessing aside)."""
+        for call in self.index.nodes(cst.Call):
+            qualified = self.qualified(call.func)
+            if qualified is None:
+                kind = self.local_class_kind(call.func)
+                if kind is not None:
+                    yield call
+                continue
+            if qualified in MODEL_CLASSES or qualified in SEQUENTIAL_CLASSES:
+                yield call
+            elif is_keras_layer_name(qualified) and qualified not in INPUTS and not _is_preprocessing(qualified):
+                if qualified not in ("keras.layers.InputLayer", "keras.layers.InputSpec"):
+                    yield call
+            elif qualified.startswith("keras.applications.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+                yield call
+
+
+_PREPROCESSING = frozenset(
+    {
+        "Normalization", "Rescaling", "Resizing", "CenterCrop", "StringLookup", "IntegerLookup",
+        "TextVectorization", "Hashing", "HashedCrossing", "CategoryEncoding", "Discretization",
+        "AutoContrast", "Equalization", "Solarization", "MelSpectrogram", "STFTSpectrogram",
+    }
+)
+
+
+def _is_preprocessing(qualified: str) -> bool:
+    name = qualified.rsplit(".", 1)[-1]
+    return name in _PREPROCESSING or name.startswith("Random")
+
+
+def _is_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "self"
