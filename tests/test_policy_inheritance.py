@@ -7,10 +7,6 @@ import json
 from mplint.policy_inheritance import PolicyGraph, imported_modules, mixed_policy_set
 from tests.conftest import write
 
-TPU_MODEL = (
-    "import tensorflow as tf\n"
-    "strategy = tf.distribute.TPUStrategy(tf.distribute.cluster_resolver.TPUClusterResolver())\n"
-)
 TRAIN = (
     "import tensorflow as tf\n"
     "from model import build\n"
@@ -47,17 +43,25 @@ def test_graph_follows_imports_transitively(tmp_path):
     assert {policy for policy, _ in inherited.values()} == {"mixed_float16"}
 
 
+SOFTMAX_MODEL = (
+    "import tensorflow as tf\n"
+    "def build():\n"
+    "    return tf.keras.Sequential([tf.keras.layers.Dense(16), tf.keras.layers.Dense(10, activation='softmax')])\n"
+)
+
+
 def test_imported_model_module_is_checked_under_the_policy(cli, tmp_path):
     write(tmp_path / "train.py", TRAIN)
-    write(tmp_path / "model.py", TPU_MODEL)
+    write(tmp_path / "model.py", SOFTMAX_MODEL)
     result = cli(["--no-cache", "--output-format", "json", "--verbose", "."], cwd=tmp_path)
-    assert json.loads(result.stdout) == []
+    assert [(f["filename"], f["code"]) for f in json.loads(result.stdout)] == [("model.py", "MP101")]
     assert "model.py: target" in result.stderr
     assert "policy mixed_float16 (set in train.py, which imports this module)" in result.stderr
 
 
 def test_model_checked_alone_has_no_policy(cli, tmp_path):
     write(tmp_path / "train.py", TRAIN)
-    write(tmp_path / "model.py", TPU_MODEL)
+    write(tmp_path / "model.py", SOFTMAX_MODEL)
     result = cli(["--no-cache", "--verbose", "model.py"], cwd=tmp_path)
+    assert result.exit_code == 0
     assert "model.py: target" not in result.stderr  # not even parsed: no policy, no tokens

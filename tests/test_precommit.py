@@ -26,15 +26,20 @@ from nbformat import v4
 ROOT = Path(__file__).resolve().parent.parent
 HOOK_REPO_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "mplint", "rules")
 
+# A model that ends in float16 under the mixed policy (MP101, safe fix).
 FLOAT16_MODEL = (
     "import tensorflow as tf\n"
     "\n"
+    "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
     "model = tf.keras.Sequential([\n"
-    "    tf.keras.layers.Dense(64, activation='relu', dtype='float16'),\n"
+    "    tf.keras.layers.Dense(64, activation='relu'),\n"
     "    tf.keras.layers.Dense(10, activation='softmax'),\n"
     "])\n"
 )
-FIXED_MODEL = FLOAT16_MODEL.replace("dtype='float16'", "dtype='mixed_float16'")
+FIXED_MODEL = FLOAT16_MODEL.replace(
+    "    tf.keras.layers.Dense(10, activation='softmax'),\n",
+    "    tf.keras.layers.Dense(10),\n    tf.keras.layers.Activation('softmax', dtype='float32'),\n",
+)
 # MP503 has a safe fix: the plain fix hook applies it.
 FLOAT16_INPUTS = (
     "import numpy as np\n"
@@ -127,35 +132,32 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     output = checked.stdout + checked.stderr
     assert checked.returncode == 1, output
     assert "mplint" in output and "Failed" in output
-    assert "model.py:4:5: MP103" in output
+    assert "model.py:6:5: MP101" in output
     assert "data.py:6:48: MP503" in output
-    assert "notebooks/train.ipynb:cell 2:5:5: MP103" in output
+    assert "notebooks/train.ipynb:cell 2:7:5: MP101" in output
     assert "scratch.py" not in output  # not staged
     assert "generated/" not in output  # excluded by the project's config, even when named
     assert (project / "model.py").read_text(encoding="utf-8") == FLOAT16_MODEL
 
-    # The README's way: a .pre-commit-config.yaml naming the hook repository. The plain
-    # fix hook applies safe fixes only (MP503's, not MP103's); with --unsafe-fixes, both.
+    # The README's way: a .pre-commit-config.yaml naming the hook repository; the fix
+    # hook (plain --fix: safe fixes) rewrites the float16-output model.
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hooks, capture_output=True, text=True,
                          check=True).stdout.strip()
-    config = {"repos": [{"repo": str(hooks), "rev": sha, "hooks": [
-        {"id": "mplint-fix"},
-        {"id": "mplint-fix", "name": "mplint unsafe fixes", "args": ["--unsafe-fixes"]},
-    ]}]}
+    config = {"repos": [{"repo": str(hooks), "rev": sha, "hooks": [{"id": "mplint-fix"}]}]}
     (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     git("add", ".pre-commit-config.yaml", cwd=project)
     fixed = pre_commit("run", "--verbose", cwd=project, env=env)
     output = fixed.stdout + fixed.stderr
-    assert fixed.returncode == 1, output
-    safe_only, unsafe_too = output.split("mplint unsafe fixes", 1)
-    assert "model.py:4:5: MP103" in safe_only and "hidden fix" in safe_only
-    assert "data.py:6:48: MP503" not in safe_only  # fixed, not left
-    assert "files were modified by this hook" in safe_only
-    assert "files were modified by this hook" in unsafe_too
+    assert fixed.returncode == 1, output  # pre-commit fails a hook that modified files
+    assert "files were modified by this hook" in output
+    assert "MP101" not in output and "MP503" not in output  # fixed, nothing left
     assert (project / "data.py").read_text(encoding="utf-8") == FIXED_INPUTS
     assert (project / "model.py").read_text(encoding="utf-8") == FIXED_MODEL
     assert (project / "generated" / "model_pb.py").read_text(encoding="utf-8") == FLOAT16_MODEL
     assert (project / "scratch.py").read_text(encoding="utf-8") == FLOAT16_MODEL
+    git("add", "-u", cwd=project)
+    again = pre_commit("run", "--verbose", cwd=project, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr  # nothing left to fix
     fixed_notebook = nbformat.read(str(project / "notebooks" / "train.ipynb"), as_version=4)
     nbformat.validate(fixed_notebook)
     assert fixed_notebook.cells[1].source == "%matplotlib inline\n" + FIXED_MODEL
