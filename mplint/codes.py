@@ -11,6 +11,11 @@ from __future__ import annotations
 RULES: dict[str, tuple[str, str]] = {
     "MP103": ("float16-variables", "outputs"),
     "MP104": ("float16-on-tpu", "outputs"),
+    "MP201": ("unscaled-custom-loop", "loss_scaling"),
+    "MP202": ("gradient-of-unscaled-loss", "loss_scaling"),
+    "MP203": ("gradients-not-unscaled", "loss_scaling"),
+    "MP204": ("graph-rewrite-with-tape", "loss_scaling"),
+    "MP205": ("loss-scaling-with-bfloat16", "loss_scaling"),
 }
 
 # Engine codes: always on, never suppressed.
