@@ -135,6 +135,12 @@ class UnscaledCustomLoop(Rule):
         )
         wrap = wrap_optimizer(facts, info.built)
         changes: list[Change] | None = None
+        if step.transformed and facts.target.is_keras3 and step.scaling is None:
+            message += (
+                "; no fix: the gradients are changed (e.g. clipped) before `apply`, which in Keras 3 still sees them "
+                "scaled (clip with the optimizer's `clipnorm`/`global_clipnorm` instead)"
+            )
+            wrap = None
         if wrap is not None:
             receiver = code(facts, step.receiver)
             if step.scaling is None:
@@ -231,11 +237,20 @@ class GradientOfUnscaledLoss(Rule):
                 why = f"`{label}` is a LossScaleOptimizer, but an unscaled float16 backward pass can underflow to zero"
             if generation == "compile":
                 why += " (`compile` wraps the optimizer under mixed_float16)"
-            changes = scale_in_tape(facts, loops, step, code(facts, step.receiver), unscale=facts.target.is_keras2)
             method = scale_method(facts)
+            advice = f"scale it with `{method}` inside the tape"
+            if facts.target.is_keras2:
+                advice += " and unscale the gradients with `get_unscaled_gradients`"
+            changes = scale_in_tape(facts, loops, step, code(facts, step.receiver), unscale=facts.target.is_keras2)
+            if step.transformed and facts.target.is_keras3:
+                changes = None
+                advice += (
+                    "; no fix: the gradients are changed (e.g. clipped) before `apply`, which in Keras 3 still sees "
+                    "them scaled (clip with the optimizer's `clipnorm`/`global_clipnorm` instead)"
+                )
             self.report(
                 step.call,
-                f"gradient of the unscaled loss: {why}; scale it with `{method}` inside the tape",
+                f"gradient of the unscaled loss: {why}; {advice}",
                 fix=self.fix(f"Scale the loss with `{method}`", changes) if changes else None,
             )
 

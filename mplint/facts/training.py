@@ -146,6 +146,7 @@ class GradientStep:
     scaling: Scaling | None = None
     unscale: cst.Call | None = None  # get_unscaled_gradients(...) applied to the gradients
     manual_unscale: bool = False  # gradients divided by something on the way
+    transformed: bool = False  # gradients changed on the way (clipped, ...), not just renamed
     apply: cst.Call | None = None
     optimizer: OptimizerInfo | None = None
     in_train_step: bool = False  # a `train_step` override of a keras.Model subclass
@@ -492,6 +493,8 @@ class TrainingLoops:
                 elif isinstance(func, cst.Attribute) and func.attr.value in APPLY_METHODS:
                     self._set_apply(step, parent)
                     return
+                elif not (isinstance(func, cst.Name) and func.value in ("zip", "list", "tuple")):
+                    step.transformed = True
             node = parent
             parent = self.index.parent_of(node)
         apply = self._enclosing_apply(step.call)
@@ -546,22 +549,36 @@ class TrainingLoops:
         for node in after:
             if isinstance(node, cst.Assign):
                 if self._mentions(node.value, names):
-                    if self._calls_method(node.value, UNSCALE_METHOD):
-                        step.unscale = step.unscale or self._find_method_call(node.value, UNSCALE_METHOD)
+                    unscale = self._find_method_call(node.value, UNSCALE_METHOD)
+                    if unscale is not None:
+                        step.unscale = step.unscale or unscale
                     if _divides(node.value):
                         step.manual_unscale = True
+                    if not isinstance(node.value, cst.Name) and not (node.value is unscale and self._plain(
+                            unscale.args[0].value if unscale.args else unscale, names)):
+                        step.transformed = True
                     for target in node.targets:
                         names |= _target_names(target.target)
             elif isinstance(node, cst.Call):
                 func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value in APPLY_METHODS \
                         and any(self._mentions(a.value, names) for a in node.args):
+                    if not all(self._plain(a.value, names) for a in node.args if self._mentions(a.value, names)):
+                        step.transformed = True
                     self._set_apply(step, node)
                     return
             elif isinstance(node, cst.Return) and node.value is not None and self._mentions(node.value, names) \
                     and isinstance(scope, cst.FunctionDef):
                 self._flow_to_callers(step, scope, depth)
                 return
+
+    def _plain(self, expr: cst.BaseExpression, names: set[str]) -> bool:
+        """`grads` itself, or only packed into zip/list/tuple: not changed."""
+        if isinstance(expr, cst.Name):
+            return expr.value in names or not self._mentions(expr, names)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("zip", "list", "tuple"):
+            return all(self._plain(a.value, names) for a in expr.args)
+        return not self._mentions(expr, names)
 
     def _calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
         name = function.name.value

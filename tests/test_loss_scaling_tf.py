@@ -1,0 +1,154 @@
+"""One training step of every MP2xx loop fixture, before and after `--fix --unsafe-fixes`,
+on TensorFlow 2.21: Keras 3, or Keras 2 (tf-keras) for keras2-targeted fixtures.
+
+After the fix, the value `tape.gradient` differentiates must be the loss times the loss
+scale, and the optimizer inside the LossScaleOptimizer must receive the gradients
+divided by that scale (the true gradients). Before the fix, each fixture shows the
+mistake its rule describes.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.fixture_cases import FIXTURES, cases
+from tests.tf_harness import run_tf
+
+pytestmark = pytest.mark.tensorflow
+
+PROBE = Path(__file__).resolve().parent / "support" / "loop_probe.py"
+INITIAL_SCALE = 32768.0
+
+# fixture id -> (how one step is run, what the original code does)
+#   no-lso:          no LossScaleOptimizer; the loss is not scaled
+#   divided-unscaled: LossScaleOptimizer (Keras 3) divides gradients of an unscaled loss
+#   unscaled-loss:    LossScaleOptimizer (Keras 2) gets gradients of an unscaled loss
+#   scaled-grads:     the scaled loss's gradients reach the optimizer still scaled
+LOOPS = {
+    "MP201/tf_function": ("train_step", "no-lso"),
+    "MP201/tf_function_keras2": ("train_step", "no-lso"),
+    "MP201/module_loop": ("import", "no-lso"),
+    "MP201/module_loop_keras2": ("import", "no-lso"),
+    "MP201/optimizer_in_other_function": ("train_step", "no-lso"),
+    "MP201/self_opt_attribute": ("trainer", "no-lso"),
+    "MP201/minimize_keras2": ("train_step", "no-lso"),
+    "MP201/clipped_gradients_keras2": ("train_step", "no-lso"),
+    "MP202/train_step_keras3": ("fit", "divided-unscaled"),
+    "MP202/train_step_keras2": ("fit", "unscaled-loss"),
+    "MP202/wrapped_optimizer": ("train_step", "divided-unscaled"),
+    "MP202/gradient_inside_tape_keras2": ("train_step", "unscaled-loss"),
+    "MP203/missing_unscale": ("train_step", "scaled-grads"),
+    "MP203/train_step_self_optimizer": ("fit", "scaled-grads"),
+}
+# MP205: loss scaling under mixed_bfloat16, unwrapped by the fix.
+BFLOAT16_LOOPS = {
+    "MP205/unwrap_keras3": "train_step",
+    "MP205/unwrap_rebinding_keras2": "train_step",
+}
+
+
+def _case(case_id: str):
+    code, name = case_id.split("/")
+    (case,) = [c for c in cases(code) if c.name == name]
+    return case
+
+
+def _keras(case) -> int:
+    return 2 if case.options().get("target") == "keras2" else 3
+
+
+def _jobs(keras: int) -> list[dict]:
+    jobs = []
+    programs = {**{k: run for k, (run, _) in LOOPS.items()}, **BFLOAT16_LOOPS}
+    for case_id, run in programs.items():
+        case = _case(case_id)
+        if _keras(case) != keras:
+            continue
+        assert case.fixed_path.exists(), f"{case_id}: no fixed output"
+        jobs.append({"id": case_id + ":before", "source": case.source(), "run": run})
+        jobs.append({"id": case_id + ":after", "source": case.fixed_path.read_text(encoding="utf-8"), "run": run})
+    return jobs
+
+
+def _run(keras: int) -> dict[str, dict]:
+    code = PROBE.read_text(encoding="utf-8") + f"\nemit(run_programs({_jobs(keras)!r}))\n"
+    (results,) = run_tf(code, keras=keras)
+    return {r["id"]: r for r in results}
+
+
+@pytest.fixture(scope="module")
+def steps() -> dict[str, dict]:
+    return {**_run(3), **_run(2)}
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=2e-3, abs_tol=1e-6)
+
+
+def _grads_close(applied: list, expected: list, divisor: float = 1.0) -> bool:
+    assert len(applied) == len(expected)
+    for got, want in zip(applied, expected):
+        if (got is None) != (want is None):
+            return False
+        if got is None:
+            continue
+        assert len(got) == len(want)
+        scale = max(1e-12, max(abs(w) / divisor for w in want))
+        if any(abs(g - w / divisor) > 2e-3 * scale + 1e-9 for g, w in zip(got, want)):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("case_id", sorted(LOOPS))
+def test_fixed_loop_scales_loss_and_unscales_gradients(steps, case_id):
+    after = steps[case_id + ":after"]
+    assert after["scales"] == [INITIAL_SCALE], "the fixed loop must apply through a LossScaleOptimizer"
+    (scale,) = after["scales"]
+    assert len(after["targets"]) == 1 and len(after["applied"]) == 1
+    # The gradient target is the loss times the loss scale ...
+    assert _close(after["targets"][0], after["loss"] * scale), (after["targets"][0], after["loss"])
+    # ... and the inner optimizer receives the gradients divided by it again.
+    assert after["inner_ok"], "gradients were not applied by the LossScaleOptimizer's inner optimizer"
+    assert _grads_close(after["applied"][0], after["tape_grads"][0], divisor=scale)
+    assert any(any(v != 0 for v in g) for g in after["applied"][0] if g), "all gradients are zero"
+
+
+@pytest.mark.parametrize("case_id", sorted(LOOPS))
+def test_original_loop_shows_the_mistake(steps, case_id):
+    before = steps[case_id + ":before"]
+    _, mistake = LOOPS[case_id]
+    assert len(before["targets"]) == 1 and len(before["applied"]) == 1
+    target, loss = before["targets"][0], before["loss"]
+    applied, tape = before["applied"][0], before["tape_grads"][0]
+    if mistake == "no-lso":
+        assert before["scales"] == []
+        assert _close(target, loss)
+        assert _grads_close(applied, tape)
+    elif mistake == "divided-unscaled":
+        (scale,) = before["scales"]
+        assert _close(target, loss)
+        assert _grads_close(applied, tape, divisor=scale)  # 32768x too small
+    elif mistake == "unscaled-loss":
+        assert before["scales"] == [INITIAL_SCALE]
+        assert _close(target, loss)
+        assert _grads_close(applied, tape)
+    elif mistake == "scaled-grads":
+        (scale,) = before["scales"]
+        assert _close(target, loss * scale)
+        assert _grads_close(applied, tape)  # 32768x too large
+    else:  # pragma: no cover
+        raise AssertionError(mistake)
+
+
+@pytest.mark.parametrize("case_id", sorted(BFLOAT16_LOOPS))
+def test_unwrapped_bfloat16_loop_trains_without_loss_scaling(steps, case_id):
+    before, after = steps[case_id + ":before"], steps[case_id + ":after"]
+    assert before["scales"] == [INITIAL_SCALE]  # the original scaled for nothing
+    assert after["scales"] == []
+    assert len(after["targets"]) == 1 and len(after["applied"]) == 1
+    assert _close(after["targets"][0], after["loss"])
+    assert _grads_close(after["applied"][0], after["tape_grads"][0])
+    assert any(any(v != 0 for v in g) for g in after["applied"][0] if g)
