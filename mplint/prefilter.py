@@ -1,8 +1,8 @@
 """The cheap text scan that decides whether a file is worth parsing at all.
 
 Most Python files in a repository have nothing to do with mixed precision. A file is
-parsed only if it mentions a mixed-precision token, or it mentions Keras/TensorFlow
-and also contains a float16 numerics hazard literal (for MP5xx in library layer code
+parsed only if it mentions a mixed-precision token or a LossScaleOptimizer method, or it
+mentions Keras/TensorFlow and also contains a float16 numerics hazard literal (for MP5xx in library layer code
 that sets no policy), or `assume-policy` covers it and it mentions Keras/TensorFlow.
 Every rule must be unable to fire on a file this scan rejects: `tests/test_prefilter.py`
 checks that against every fixture.
@@ -17,6 +17,9 @@ MIXED_PRECISION = re.compile(
     r"set_global_policy|set_policy|graph_rewrite|AUTO_MIXED_PRECISION|set_floatx|DTypePolicy|"
     r"TF_USE_LEGACY_KERAS"
 )
+# The LossScaleOptimizer API, also where the policy is set in another module (a
+# `train_step` using the compiled optimizer, MP203/MP404).
+LOSS_SCALING = re.compile(r"\.(?:get_scaled_loss|scale_loss)\s*\(|get_unscaled_gradients")
 KERAS = re.compile(r"keras|tensorflow|\btf\b")
 # Literals float16 cannot hold: magnitudes >= 1e5 (max is 65504) or below ~6e-8.
 NUMERICS_HAZARD = re.compile(
@@ -25,7 +28,7 @@ NUMERICS_HAZARD = re.compile(
 
 
 def needs_parse(text: str, assume_policy: bool = False) -> bool:
-    if MIXED_PRECISION.search(text):
+    if MIXED_PRECISION.search(text) or LOSS_SCALING.search(text):
         return True
     if KERAS.search(text) is None:
         return False
