@@ -2,8 +2,8 @@
 
 Most Python files in a repository have nothing to do with mixed precision. A file is
 parsed only if it mentions a mixed-precision token or a LossScaleOptimizer method, or it
-mentions Keras/TensorFlow and also contains a float16 numerics hazard literal (for MP5xx in library layer code
-that sets no policy), or `assume-policy` covers it and it mentions Keras/TensorFlow.
+mentions Keras/TensorFlow and also contains a float16 numerics hazard literal (for MP5xx
+in library layer code that sets no policy), or `assume-policy` covers it and it mentions Keras/TensorFlow.
 Every rule must be unable to fire on a file this scan rejects: `tests/test_prefilter.py`
 checks that against every fixture.
 """
