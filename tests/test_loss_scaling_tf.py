@@ -36,6 +36,8 @@ LOOPS = {
     "MP201/self_opt_attribute": ("trainer", "no-lso"),
     "MP201/minimize_keras2": ("train_step", "no-lso"),
     "MP201/clipped_gradients_keras2": ("train_step", "no-lso"),
+    "MP201/gan_two_tapes": ("train_step", "no-lso"),
+    "MP201/gan_two_tapes_keras2": ("train_step", "no-lso"),
     "MP202/train_step_keras3": ("fit", "divided-unscaled"),
     "MP202/train_step_keras2": ("fit", "unscaled-loss"),
     "MP202/wrapped_optimizer": ("train_step", "divided-unscaled"),
@@ -69,7 +71,9 @@ def _jobs(keras: int) -> list[dict]:
             continue
         assert case.fixed_path.exists(), f"{case_id}: no fixed output"
         jobs.append({"id": case_id + ":before", "source": case.source(), "run": run})
-        jobs.append({"id": case_id + ":after", "source": case.fixed_path.read_text(encoding="utf-8"), "run": run})
+        fixed = case.fixed_path.read_text(encoding="utf-8")
+        jobs.append({"id": case_id + ":after", "source": fixed, "run": run})
+        jobs.append({"id": case_id + ":graph", "source": fixed, "run": run, "eager": False})
     return jobs
 
 
@@ -102,45 +106,53 @@ def _grads_close(applied: list, expected: list, divisor: float = 1.0) -> bool:
     return True
 
 
+def _steps_of(run: dict) -> list[tuple[float, float, list, list]]:
+    """(loss, gradient target, tape gradients, applied gradients) per model trained."""
+    n = len(run["losses"])
+    assert len(run["targets"]) == len(run["tape_grads"]) == len(run["applied"]) == n, run
+    return list(zip(run["losses"], run["targets"], run["tape_grads"], run["applied"]))
+
+
 @pytest.mark.parametrize("case_id", sorted(LOOPS))
 def test_fixed_loop_scales_loss_and_unscales_gradients(steps, case_id):
     after = steps[case_id + ":after"]
-    assert after["scales"] == [INITIAL_SCALE], "the fixed loop must apply through a LossScaleOptimizer"
-    (scale,) = after["scales"]
-    assert len(after["targets"]) == 1 and len(after["applied"]) == 1
-    # The gradient target is the loss times the loss scale ...
-    assert _close(after["targets"][0], after["loss"] * scale), (after["targets"][0], after["loss"])
-    # ... and the inner optimizer receives the gradients divided by it again.
+    trained = _steps_of(after)
+    assert after["scales"] == [INITIAL_SCALE] * len(trained), "the fixed loop must apply through a LossScaleOptimizer"
+    # Each optimizer that receives gradients is the inner optimizer of a LossScaleOptimizer ...
     assert after["inner_ok"], "gradients were not applied by the LossScaleOptimizer's inner optimizer"
-    assert _grads_close(after["applied"][0], after["tape_grads"][0], divisor=scale)
-    assert any(any(v != 0 for v in g) for g in after["applied"][0] if g), "all gradients are zero"
+    for (loss, target, tape, applied), scale in zip(trained, after["scales"]):
+        # ... the gradient target is the loss times the loss scale ...
+        assert _close(target, loss * scale), (target, loss)
+        # ... and the gradients it receives are divided by the scale again.
+        assert _grads_close(applied, tape, divisor=scale)
+        assert any(any(v != 0 for v in g) for g in applied if g), "all gradients are zero"
 
 
 @pytest.mark.parametrize("case_id", sorted(LOOPS))
 def test_original_loop_shows_the_mistake(steps, case_id):
     before = steps[case_id + ":before"]
     _, mistake = LOOPS[case_id]
-    assert len(before["targets"]) == 1 and len(before["applied"]) == 1
-    target, loss = before["targets"][0], before["loss"]
-    applied, tape = before["applied"][0], before["tape_grads"][0]
+    trained = _steps_of(before)
     if mistake == "no-lso":
         assert before["scales"] == []
-        assert _close(target, loss)
-        assert _grads_close(applied, tape)
-    elif mistake == "divided-unscaled":
-        (scale,) = before["scales"]
-        assert _close(target, loss)
-        assert _grads_close(applied, tape, divisor=scale)  # 32768x too small
-    elif mistake == "unscaled-loss":
-        assert before["scales"] == [INITIAL_SCALE]
-        assert _close(target, loss)
-        assert _grads_close(applied, tape)
-    elif mistake == "scaled-grads":
-        (scale,) = before["scales"]
-        assert _close(target, loss * scale)
-        assert _grads_close(applied, tape)  # 32768x too large
-    else:  # pragma: no cover
-        raise AssertionError(mistake)
+    else:
+        assert before["scales"] == [INITIAL_SCALE] * len(trained)
+    for i, (loss, target, tape, applied) in enumerate(trained):
+        scale = before["scales"][i] if before["scales"] else 1.0
+        if mistake == "no-lso":
+            assert _close(target, loss)
+            assert _grads_close(applied, tape)
+        elif mistake == "divided-unscaled":
+            assert _close(target, loss)
+            assert _grads_close(applied, tape, divisor=scale)  # 32768x too small
+        elif mistake == "unscaled-loss":
+            assert _close(target, loss)
+            assert _grads_close(applied, tape)
+        elif mistake == "scaled-grads":
+            assert _close(target, loss * scale)
+            assert _grads_close(applied, tape)  # 32768x too large
+        else:  # pragma: no cover
+            raise AssertionError(mistake)
 
 
 @pytest.mark.parametrize("case_id", sorted(BFLOAT16_LOOPS))
@@ -148,7 +160,14 @@ def test_unwrapped_bfloat16_loop_trains_without_loss_scaling(steps, case_id):
     before, after = steps[case_id + ":before"], steps[case_id + ":after"]
     assert before["scales"] == [INITIAL_SCALE]  # the original scaled for nothing
     assert after["scales"] == []
-    assert len(after["targets"]) == 1 and len(after["applied"]) == 1
-    assert _close(after["targets"][0], after["loss"])
-    assert _grads_close(after["applied"][0], after["tape_grads"][0])
-    assert any(any(v != 0 for v in g) for g in after["applied"][0] if g)
+    ((loss, target, tape, applied),) = _steps_of(after)
+    assert _close(target, loss)
+    assert _grads_close(applied, tape)
+    assert any(any(v != 0 for v in g) for g in applied if g)
+
+
+@pytest.mark.parametrize("case_id", sorted({**LOOPS, **BFLOAT16_LOOPS}))
+def test_fixed_loop_also_runs_as_a_graph(steps, case_id):
+    """`@tf.function`s and `fit` traced as graphs (not eagerly) run the fixed code too."""
+    graph = steps[case_id + ":graph"]
+    assert graph["losses"] and all(math.isfinite(v) for v in graph["losses"])

@@ -2,14 +2,18 @@
 given training-loop program, with spies on what loss scaling is about.
 
     run_programs([{"id": ..., "source": ..., "run": "train_step" | "trainer" | "fit" | "import"}])
-    -> [{"id", "loss", "targets", "tape_grads", "applied", "scales", "inner_ok"}]
+    -> [{"id", "losses", "targets", "tape_grads", "applied", "scales", "inner_ok"}]
+
+One step may train several models (a GAN): the i-th loss is the i-th gradient target
+and the i-th set of gradients applied.
 
 Spies (installed once, class-level, so they also see optimizers built at import):
 - `tf.GradientTape.gradient`: the target's value and the gradients it returns;
 - the plain optimizers' apply (Keras 3 `apply`, Keras 2 `apply_gradients`): the
   gradients an optimizer that is not a LossScaleOptimizer receives;
 - the LossScaleOptimizer's apply: its loss scale at that moment, and its inner optimizer.
-Functions run eagerly so the spies see values.
+Functions run eagerly so the spies see values (a job with "eager": False runs them as
+graphs, unobserved, to check that the code also runs there).
 """
 
 import os
@@ -45,6 +49,8 @@ _gradient = tf.GradientTape.gradient
 
 def _gradient_spy(self, target, sources, *args, **kwargs):
     result = _gradient(self, target, sources, *args, **kwargs)
+    if not tf.executing_eagerly():
+        return result
     flat = tf.nest.flatten(result)
     EVENTS.append({"event": "gradient", "target": float(tf.reduce_sum(tf.cast(target, tf.float64))), "grads": _values(flat)})
     return result
@@ -64,7 +70,7 @@ def _plain_spy(self, *args, **kwargs):
     else:
         first = list(kwargs[key])
         kwargs[key] = first
-    if not isinstance(self, LSO):
+    if not isinstance(self, LSO) and tf.executing_eagerly():
         grads = [g for g, _ in first] if KERAS2 else first
         EVENTS.append({"event": "applied", "optimizer": id(self), "grads": _values(grads)})
     return _plain_apply(self, *args, **kwargs)
@@ -76,6 +82,8 @@ _lso_apply = getattr(LSO, LSO_METHOD)
 
 
 def _lso_spy(self, *args, **kwargs):
+    if not tf.executing_eagerly():
+        return _lso_apply(self, *args, **kwargs)
     scale = float(self.loss_scale) if KERAS2 else float(self.scale_loss(1.0))
     EVENTS.append({"event": "lso", "scale": scale, "inner": id(self.inner_optimizer)})
     return _lso_apply(self, *args, **kwargs)
@@ -98,6 +106,8 @@ def _reset():
 
 
 def run_program(job):
+    eager = job.get("eager", True)
+    tf.config.run_functions_eagerly(eager)
     _reset()
     EVENTS.clear()
     namespace = {"__name__": "fixture_" + job["id"].replace("/", "_")}
@@ -110,18 +120,20 @@ def run_program(job):
         loss = namespace["trainer"].train_step(x, y)
     elif run == "fit":
         model = namespace["model"]
-        model.run_eagerly = True
+        model.run_eagerly = eager
         returned = []
         train_step = model.train_step
 
         def recording_train_step(data):
             logs = train_step(data)
-            returned.append(float(logs["loss"]))
+            if tf.executing_eagerly():
+                returned.append(float(logs["loss"]))
             return logs
 
         model.train_step = recording_train_step  # fit calls it through the instance
-        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-        (loss,) = returned
+        history = model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+        # (as a graph, the loss that fit logs is all there is to see)
+        (loss,) = returned if eager else history.history["loss"]
     else:  # the loop ran at import
         loss = namespace["loss"]
     gradients = [e for e in EVENTS if e["event"] == "gradient"]
@@ -129,13 +141,13 @@ def run_program(job):
     lso = [e for e in EVENTS if e["event"] == "lso"]
     return {
         "id": job["id"],
-        "loss": float(loss),
+        "losses": [float(v) for v in (loss if isinstance(loss, (tuple, list)) else [loss])],
         "targets": [e["target"] for e in gradients],
         "tape_grads": [e["grads"] for e in gradients],
         "applied": [e["grads"] for e in applied],
         "scales": [e["scale"] for e in lso],
-        # the optimizer that received the gradients is the LossScaleOptimizer's inner one
-        "inner_ok": bool(lso) and bool(applied) and all(a["optimizer"] == lso[0]["inner"] for a in applied),
+        # each optimizer that received gradients is the inner one of the LossScaleOptimizer applying them
+        "inner_ok": len(lso) == len(applied) > 0 and all(a["optimizer"] == l["inner"] for a, l in zip(applied, lso)),
     }
 
 
