@@ -27,8 +27,18 @@ def loop_generation(facts, info: OptimizerInfo | None) -> str | None:
     if info is None:
         return None
     if info.origin == "compiled":
-        return "compile" if facts.policy.float16 else None
+        return "compile" if facts.policy.float16 and not _compile_without_loss_scaling(facts) else None
     return info.generation
+
+
+def _compile_without_loss_scaling(facts) -> bool:
+    """`compile(..., auto_scale_loss=False)` (Keras 3): compile does not wrap."""
+    for call in facts.index.nodes(cst.Call):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile":
+            value = arg_value(call, None, "auto_scale_loss")
+            if isinstance(value, cst.Name) and value.value == "False":
+                return True
+    return False
 
 
 def _how_to_scale(facts) -> str:

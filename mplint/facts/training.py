@@ -266,6 +266,8 @@ class TrainingLoops:
         at = at or expr
         if depth > _MAX_DEPTH:
             return OptimizerInfo(label, "unknown")
+        if isinstance(expr, cst.Call) and self._scales_inside(expr):
+            return Scaling("manual")
         if isinstance(expr, cst.Name):
             binding = self.binding_before(expr, at)
             if binding is None:
@@ -458,6 +460,8 @@ class TrainingLoops:
             if self._looks_like_scale(expr.left) or self._looks_like_scale(expr.right):
                 return Scaling("manual")
             return None
+        if isinstance(expr, cst.Call) and self._scales_inside(expr):
+            return Scaling("manual")
         if isinstance(expr, cst.Name):
             binding = self.binding_before(expr, at)
             if binding is None or binding.position is not None:
@@ -470,6 +474,20 @@ class TrainingLoops:
                     return Scaling("manual")
             return self.scaling_of(binding.value, binding.statement, depth + 1)
         return None
+
+    def _scales_inside(self, call: cst.Call) -> bool:
+        """A call of a helper that scales: its name says so (`scale_loss(loss)`), or it is
+        a function of this module whose body calls a loss-scaling method."""
+        dotted = dotted_name(call.func)
+        if dotted is not None and "scale" in dotted.rsplit(".", 1)[-1].lower():
+            return True
+        if isinstance(call.func, cst.Name) and call.func.value in self._functions:
+            function = self._functions[call.func.value]
+            return any(
+                isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in SCALE_METHODS
+                for n in self.index.descendants(function)
+            )
+        return False
 
     def _looks_like_scale(self, expr: cst.BaseExpression) -> bool:
         """A constant factor, or a value whose name says it is a loss scale."""
