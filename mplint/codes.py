@@ -16,6 +16,9 @@ RULES: dict[str, tuple[str, str]] = {
     "MP203": ("gradients-not-unscaled", "loss_scaling"),
     "MP204": ("graph-rewrite-with-tape", "loss_scaling"),
     "MP205": ("loss-scaling-with-bfloat16", "loss_scaling"),
+    "MP401": ("experimental-mixed-precision-api", "migration"),
+    "MP403": ("graph-rewrite-api", "migration"),
+    "MP404": ("loss-scale-api-mismatch", "migration"),
 }
 
 # Engine codes: always on, never suppressed.

@@ -148,3 +148,59 @@ def _visible_at(loops: TrainingLoops, step: GradientStep, optimizer: str) -> boo
 def unscale_gradients(facts: "ModuleFacts", step: GradientStep, optimizer: str) -> list[Change]:
     """Wrap the gradient call in `optimizer.get_unscaled_gradients(...)`."""
     return [Replace(step.call, method_call(optimizer, "get_unscaled_gradients", step.call))]
+
+
+# -- setting the policy -------------------------------------------------------------------
+
+KERAS_BUILDERS = ("keras.layers.", "keras.models.", "keras.applications.", "keras.Sequential", "keras.Model", "keras.Input")
+
+
+def policy_anchor(facts: "ModuleFacts", spelling: str) -> cst.CSTNode | None:
+    """The top-level import statement after which a global policy can be set: after the
+    imports that precede the first statement building a Keras model or layer, and after
+    the import of the name the policy call is spelled with."""
+    imports = [s for s in facts.module.body if _is_import_line(s)]
+    if not imports:
+        return None
+    first_build = None
+    for statement in facts.module.body:
+        if _is_import_line(statement):
+            continue
+        if any(
+            isinstance(n, cst.Call) and (facts.qualified(n.func) or "").startswith(KERAS_BUILDERS)
+            for n in facts.index.descendants(statement)
+        ):
+            first_build = statement
+            break
+    before = [s for s in imports if first_build is None or facts.index.before(s, first_build)]
+    anchor = before[-1] if before else imports[0]
+    root = spelling.split(".", 1)[0]
+    for statement in imports:
+        binds = {
+            (a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+             else (code(facts, a.name).split(".", 1)[0] if isinstance(s, cst.Import) else code(facts, a.name)))
+            for s in statement.body for a in (s.names if not isinstance(s.names, cst.ImportStar) else [])
+        }
+        if root in binds and facts.index.before(anchor, statement):
+            anchor = statement
+    return anchor
+
+
+def set_mixed_float16(facts: "ModuleFacts", hint: cst.BaseExpression | None = None) -> list[Change] | None:
+    """Changes that set the mixed_float16 global policy near the top of the module (none
+    if the module sets it already); None if there is no good place."""
+    if any(s.kind == "global" and s.names == frozenset({"mixed_float16"}) for s in facts.policy.global_settings):
+        return []
+    spelling = mixed_precision_module(facts, hint)
+    if spelling is None:
+        return None
+    module, extra = spelling
+    line = f'{module}.set_global_policy("mixed_float16")'
+    if extra:  # the import is added after the last import: the policy goes with it
+        inserted = extra[0]
+        assert isinstance(inserted, InsertAfter)
+        return [InsertAfter(inserted.statement, inserted.code + "\n" + line)]
+    anchor = policy_anchor(facts, module)
+    if anchor is None:
+        return None
+    return [InsertAfter(anchor, line)]

@@ -296,6 +296,10 @@ class TrainingLoops:
                 return OptimizerInfo(label, "compiled", kind="keras")
         return OptimizerInfo(label, "unknown")
 
+    def evaluate(self, value: cst.BaseExpression) -> OptimizerInfo:
+        """What an expression that builds (or names) an optimizer is."""
+        return self._evaluate(value, None, 0)
+
     def _compiled(self, name: str) -> bool:
         for call in self.index.nodes(cst.Call):
             func = call.func
