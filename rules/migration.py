@@ -344,7 +344,8 @@ class ExperimentalMixedPrecisionApi(Rule):
             if isinstance(argument, cst.Name):
                 if any(v is call for v in facts.bindings.values_visible(argument, facts.index)):
                     return True
-        return isinstance(parent, cst.Arg) and facts.qualified(facts.index.parent_of(parent).func) in SET_GLOBAL_POLICY  # type: ignore[union-attr]
+        owner = facts.index.parent_of(parent) if isinstance(parent, cst.Arg) else None
+        return isinstance(owner, cst.Call) and facts.qualified(owner.func) in SET_GLOBAL_POLICY
 
     def _compile_optimizers(self) -> list[cst.BaseExpression] | None:
         """The optimizer arguments of every `compile(...)` call; None if one has none."""
