@@ -18,7 +18,7 @@ from mplint.facts.training import (
 )
 from mplint.rule import Change, Replace, ReplaceText, RemoveStatement, Rule
 
-from .scaling_edits import code, mixed_precision_module, scale_in_tape, set_mixed_float16, unscale_gradients
+from .scaling_edits import code, mixed_precision_module, set_mixed_float16, unscale_gradients
 
 EXPERIMENTAL = "keras.mixed_precision.experimental"
 RENAMED = {"set_policy": "set_global_policy"}
@@ -236,7 +236,6 @@ class ExperimentalMixedPrecisionApi(Rule):
 
     def _import_experimental_module(self, node: cst.ImportFrom, alias: cst.ImportAlias, module: str) -> None:
         """`from tensorflow.keras.mixed_precision import experimental as mixed_precision`."""
-        facts = self.facts
         local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else "experimental"
         parent, _, last = module.rpartition(".")
         fix = None
@@ -492,7 +491,6 @@ class ExperimentalMixedPrecisionApi(Rule):
         return found
 
     def _check_loss_scale_reads(self) -> None:
-        facts = self.facts
         for read in self._loss_scale_reads():
             if id(read) in self._handled_reads:
                 continue

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixture_cases import FIXTURES, cases
+from tests.fixture_cases import cases
 from tests.tf_harness import run_tf
 
 pytestmark = pytest.mark.tensorflow

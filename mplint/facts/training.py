@@ -21,8 +21,8 @@ module, through `return`), a `LossScaleOptimizer` of any generation wrapping it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
