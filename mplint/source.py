@@ -12,7 +12,6 @@ import codecs
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass, field
 
@@ -120,6 +119,8 @@ def atomic_write(path: str, data: bytes) -> None:
     Keeps the mode (and, when allowed, the owner) of the original. A symlink is kept and
     its target is rewritten. A file that is not writable is left alone (PermissionError).
     """
+    import tempfile
+
     target = os.path.realpath(path)
     info = os.stat(target)
     if not os.access(target, os.W_OK) or not (info.st_mode & stat.S_IWUSR):
