@@ -21,6 +21,7 @@ module, through `return`), a `LossScaleOptimizer` of any generation wrapping it 
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
@@ -180,6 +181,8 @@ class TrainingLoops:
         self._names: dict[tuple[int, str], list[_Binding]] = {}
         self._attributes: dict[tuple[int, str], list[_Binding]] = {}  # (class id, attr) -> bindings
         self._functions: dict[str, cst.FunctionDef] = {}
+        self._scopes: dict[int, cst.CSTNode] = {}
+        self._by_scope: dict[int, list[cst.CSTNode]] | None = None
         self._collect_bindings()
         self.tapes: dict[tuple[int, str], list[cst.With]] = {}
         self._collect_tapes()
@@ -188,7 +191,24 @@ class TrainingLoops:
 
     # -- scopes and bindings ---------------------------------------------------------
     def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
-        return self.index.enclosing(node, cst.FunctionDef, cst.Lambda) or self.index.module
+        key = id(node)
+        scope = self._scopes.get(key)
+        if scope is None:
+            scope = self.index.enclosing(node, cst.FunctionDef, cst.Lambda) or self.index.module
+            self._scopes[key] = scope
+        return scope
+
+    def _flow_nodes(self, scope: cst.CSTNode) -> list[cst.CSTNode]:
+        """Assignments, calls and returns of a scope, in source order (computed once)."""
+        if self._by_scope is None:
+            grouped: dict[int, list[cst.CSTNode]] = {}
+            for kind in (cst.Assign, cst.Call, cst.Return):
+                for node in self.index.nodes(kind):
+                    grouped.setdefault(id(self.scope_of(node)), []).append(node)
+            for nodes in grouped.values():
+                nodes.sort(key=self.index.position_in_order)
+            self._by_scope = grouped
+        return self._by_scope.get(id(scope), [])
 
     def _collect_bindings(self) -> None:
         index = self.index
@@ -563,11 +583,9 @@ class TrainingLoops:
         names = set(names)
         index = self.index
         start_statement = index.statement_of(start) or start
-        after = [
-            n for kind in (cst.Assign, cst.Call, cst.Return) for n in index.nodes(kind)
-            if index.before(start, n) and not index.contains(start_statement, n) and self.scope_of(n) is scope
-        ]
-        after.sort(key=self.index.position_in_order)
+        nodes = self._flow_nodes(scope)
+        first = bisect.bisect_right([index.position_in_order(n) for n in nodes], index.position_in_order(start))
+        after = [n for n in nodes[first:] if not index.contains(start_statement, n)]
         for node in after:
             if isinstance(node, cst.Assign):
                 if self._mentions(node.value, names):
