@@ -16,9 +16,16 @@ from mplint.facts.training import (
     LSO_EXPERIMENTAL,
     TrainingLoops,
 )
-from mplint.rule import Change, Replace, ReplaceText, RemoveStatement, Rule
+from mplint.rule import Change, InsertAfter, RemoveStatement, Replace, ReplaceText, Rule
 
-from .scaling_edits import code, mixed_precision_module, set_mixed_float16, unscale_gradients
+from .scaling_edits import (
+    code,
+    mixed_float16_policy,
+    mixed_precision_module,
+    set_mixed_float16,
+    sets_mixed_float16,
+    unscale_gradients,
+)
 
 EXPERIMENTAL = "keras.mixed_precision.experimental"
 RENAMED = {"set_policy": "set_global_policy"}
@@ -662,11 +669,30 @@ class GraphRewriteApi(Rule):
         message = (f"`{AUTO_MIXED_PRECISION_ENV}` is the graph-rewrite switch: use the Keras mixed-precision API "
                    "(a mixed_float16 policy; compile and MP201 take care of loss scaling)")
         statement = facts.index.statement_of(node)
-        policy = set_mixed_float16(facts)
         fix = None
-        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and policy is not None:
-            fix = self.fix("Set the mixed_float16 policy instead", [*policy, RemoveStatement(statement)], unsafe=True)
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            changes = self._policy_instead_of(statement)
+            if changes is not None:
+                fix = self.fix("Set the mixed_float16 policy instead", changes, unsafe=True)
         self.report(node, message, fix=fix)
+
+    def _policy_instead_of(self, statement: cst.SimpleStatementLine) -> list[Change] | None:
+        """Replace the statement that sets the environment variable by the policy, where
+        the names the policy needs are imported; else remove it and set the policy after
+        the imports."""
+        facts = self.facts
+        if sets_mixed_float16(facts):
+            return [RemoveStatement(statement)]
+        placed = mixed_float16_policy(facts)
+        if placed is None:
+            return None
+        text, anchor = placed
+        top_level = facts.index.parent_of(statement) is facts.index.module
+        if facts.index.before(anchor, statement) and (top_level or "\n" not in text):
+            return [ReplaceText(statement.body[0], text)]
+        if not top_level:
+            return None
+        return [RemoveStatement(statement), InsertAfter(anchor, text)]
 
 
 class LossScaleApiMismatch(Rule):
@@ -777,7 +803,8 @@ class LossScaleApiMismatch(Rule):
         receiver = call.func.value  # type: ignore[union-attr]
         info = loops.optimizer(receiver, call)
         step = loops.step_scaled_by(call)
-        if info.origin == "unknown" and step is None:
+        applied_by_it = step is not None and step.receiver is not None and code(facts, step.receiver) == code(facts, receiver)
+        if info.origin == "unknown" and not applied_by_it:
             return  # `scale_loss` of something that may not be an optimizer at all
         message = "Keras 2 LossScaleOptimizers have no `scale_loss` (AttributeError): use `get_scaled_loss` and unscale the gradients with `get_unscaled_gradients`"
         fix = None

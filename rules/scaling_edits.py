@@ -186,11 +186,13 @@ def policy_anchor(facts: "ModuleFacts", spelling: str) -> cst.CSTNode | None:
     return anchor
 
 
-def set_mixed_float16(facts: "ModuleFacts", hint: cst.BaseExpression | None = None) -> list[Change] | None:
-    """Changes that set the mixed_float16 global policy near the top of the module (none
-    if the module sets it already); None if there is no good place."""
-    if any(s.kind == "global" and s.names == frozenset({"mixed_float16"}) for s in facts.policy.global_settings):
-        return []
+def sets_mixed_float16(facts: "ModuleFacts") -> bool:
+    return any(s.kind == "global" and s.names == frozenset({"mixed_float16"}) for s in facts.policy.global_settings)
+
+
+def mixed_float16_policy(facts: "ModuleFacts", hint: cst.BaseExpression | None = None) -> tuple[str, cst.CSTNode] | None:
+    """(code that sets the mixed_float16 global policy, with an import when the module
+    needs one; the top-level statement after which it goes), or None."""
     spelling = mixed_precision_module(facts, hint)
     if spelling is None:
         return None
@@ -199,8 +201,18 @@ def set_mixed_float16(facts: "ModuleFacts", hint: cst.BaseExpression | None = No
     if extra:  # the import is added after the last import: the policy goes with it
         inserted = extra[0]
         assert isinstance(inserted, InsertAfter)
-        return [InsertAfter(inserted.statement, inserted.code + "\n" + line)]
+        return inserted.code + "\n" + line, inserted.statement
     anchor = policy_anchor(facts, module)
-    if anchor is None:
+    return (line, anchor) if anchor is not None else None
+
+
+def set_mixed_float16(facts: "ModuleFacts", hint: cst.BaseExpression | None = None) -> list[Change] | None:
+    """Changes that set the mixed_float16 global policy near the top of the module (none
+    if the module sets it already); None if there is no good place."""
+    if sets_mixed_float16(facts):
+        return []
+    placed = mixed_float16_policy(facts, hint)
+    if placed is None:
         return None
-    return [InsertAfter(anchor, line)]
+    code_text, anchor = placed
+    return [InsertAfter(anchor, code_text)]
