@@ -120,7 +120,7 @@ class UnscaledCustomLoop(Rule):
             info = step.optimizer
             if info.kind == "v1" or loop_generation(facts, info) is not None or info.origin == "compiled":
                 continue
-            if step.scaling is not None and step.scaling.method == "manual":
+            if step.scaling is not None and step.scaling.method in ("manual", "conditional"):
                 continue
             if step.kind == "minimize":
                 if facts.target.is_keras2 and info.is_plain:

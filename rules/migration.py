@@ -754,10 +754,24 @@ class LossScaleApiMismatch(Rule):
         receiver = call.func.value  # type: ignore[union-attr]
         return loops.optimizer(receiver, call).origin != "unknown" or not loops.defines(method)
 
+    def _guarded(self, call: cst.Call, method: str) -> bool:
+        """Under `if hasattr(opt, "method"):` (or `... if hasattr(...) else ...`): code
+        that runs on both generations."""
+        facts = self.facts
+        for ancestor in facts.index.ancestors(call):
+            test = ancestor.test if isinstance(ancestor, (cst.If, cst.IfExp)) else None
+            if test is None:
+                continue
+            for node in [test, *facts.index.descendants(test)]:
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "hasattr" \
+                        and string_value(arg_value(node, 1)) == method:
+                    return True
+        return False
+
     def _keras2_method(self, loops: TrainingLoops, call: cst.Call) -> None:
         facts = self.facts
         method = call.func.attr.value  # type: ignore[union-attr]
-        if not self._receiver_is_optimizer(loops, call, method) or len(positional(call)) != 1:
+        if not self._receiver_is_optimizer(loops, call, method) or len(positional(call)) != 1 or self._guarded(call, method):
             return
         if method == "get_scaled_loss":
             self.report(
@@ -801,6 +815,8 @@ class LossScaleApiMismatch(Rule):
     def _keras3_method(self, loops: TrainingLoops, call: cst.Call) -> None:
         facts = self.facts
         receiver = call.func.value  # type: ignore[union-attr]
+        if self._guarded(call, "scale_loss"):
+            return
         info = loops.optimizer(receiver, call)
         step = loops.step_scaled_by(call)
         applied_by_it = step is not None and step.receiver is not None and code(facts, step.receiver) == code(facts, receiver)

@@ -148,3 +148,18 @@ def test_environment_variable_set_under_a_flag_becomes_the_policy_under_that_fla
         model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
     """)
     assert 'if args.amp:\n    tf.keras.mixed_precision.set_global_policy("mixed_float16")\nmodel' in fixed
+
+
+def test_calls_guarded_by_hasattr_run_on_both_generations():
+    findings, _ = run("""
+        import tensorflow as tf
+        def step(optimizer, model, x):
+            with tf.GradientTape() as tape:
+                loss = model(x)
+                if hasattr(optimizer, "get_scaled_loss"):
+                    loss = optimizer.get_scaled_loss(loss)
+            grads = tape.gradient(loss, model.trainable_variables)
+            grads = optimizer.get_unscaled_gradients(grads) if hasattr(optimizer, "get_unscaled_gradients") else grads
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    """, target="keras3")
+    assert findings == []

@@ -298,3 +298,47 @@ def train(opt, x):
     opt.apply_gradients(zip(tape.gradient(other, w), w))
 """)
     assert [s.scaling.method for s in loops.steps] == ["manual", "manual"]
+
+
+def test_loss_scaled_on_one_path_only_counts_as_scaled():
+    loops, _ = analyse("""
+import tensorflow as tf
+def step(opt, model, x, amp):
+    with tf.GradientTape() as tape:
+        loss = model(x)
+        if hasattr(opt, "get_scaled_loss"):
+            scaled_loss = opt.get_scaled_loss(loss)
+        else:
+            scaled_loss = loss
+    opt.apply_gradients(zip(tape.gradient(scaled_loss, w), w))
+""")
+    assert [s.scaling.method for s in loops.steps] == ["conditional"]
+
+
+def test_unscaled_branch_next_to_a_scaled_one_counts_as_scaled():
+    loops, _ = analyse("""
+import tensorflow as tf
+def step(opt, model, x, amp):
+    with tf.GradientTape() as tape:
+        loss = model(x)
+        if amp:
+            scaled_loss = opt.get_scaled_loss(loss)
+    if amp:
+        grads = opt.get_unscaled_gradients(tape.gradient(scaled_loss, w))
+    else:
+        grads = tape.gradient(loss, w)
+    opt.apply_gradients(zip(grads, w))
+""")
+    assert [s.scaling.method for s in loops.steps] == ["get_scaled_loss", "conditional"]
+
+
+def test_a_later_unconditional_rebinding_is_what_counts():
+    loops, _ = analyse("""
+import tensorflow as tf
+def step(opt, model, x):
+    with tf.GradientTape() as tape:
+        loss = opt.get_scaled_loss(model(x))
+        loss = model(x)
+    opt.apply_gradients(zip(tape.gradient(loss, w), w))
+""")
+    assert loops.steps[0].scaling is None

@@ -133,7 +133,7 @@ class OptimizerInfo:
 class Scaling:
     """How a gradient target is scaled."""
 
-    method: str  # "get_scaled_loss", "scale_loss" or "manual"
+    method: str  # "get_scaled_loss", "scale_loss", "manual" or "conditional" (scaled on another path)
     call: cst.Call | None = None  # the scaling call (None for manual scaling)
 
 
@@ -460,6 +460,12 @@ class TrainingLoops:
                     step.scaling = self.scaling_of(step.target, step.call)
                 self._follow(step)
             self.steps.append(step)
+        for step in self.steps:
+            # `if amp: g = tape.gradient(scaled_loss, v) else: g = tape.gradient(loss, v)`
+            if step.scaling is None and step.tape is not None and self._in_branch(step.call) and any(
+                other.tape is step.tape and other.scaling is not None and other is not step for other in self.steps
+            ):
+                step.scaling = Scaling("conditional")
 
     def _context(self, step: GradientStep) -> None:
         function = step.function
@@ -496,8 +502,22 @@ class TrainingLoops:
                         and self.index.before(binding.statement, aug) and self.index.before(aug, at) \
                         and self._looks_like_scale(aug.value):
                     return Scaling("manual")
-            return self.scaling_of(binding.value, binding.statement, depth + 1)
+            found = self.scaling_of(binding.value, binding.statement, depth + 1)
+            if found is not None:
+                return found
+            # Scaled on another path (`if amp: scaled = opt.get_scaled_loss(loss) else:
+            # scaled = loss`): the code knows about loss scaling; do not second-guess it.
+            _, bindings = self.name_bindings(expr)
+            for other in reversed(bindings):
+                if other is not binding and other.position is None and self.index.before(other.statement, at) \
+                        and not self.index.contains(other.statement, at) and self._in_branch(other.statement):
+                    found = self.scaling_of(other.value, other.statement, depth + 1)
+                    if found is not None:
+                        return Scaling("conditional", found.call)
         return None
+
+    def _in_branch(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(a, (cst.If, cst.Else, cst.Try, cst.IfExp)) for a in self.index.ancestors(node))
 
     def _scales_inside(self, call: cst.Call) -> bool:
         """A call of a helper that scales: its name says so (`scale_loss(loss)`), or it is
