@@ -27,6 +27,7 @@ INITIAL_SCALE = 32768.0
 #   divided-unscaled: LossScaleOptimizer (Keras 3) divides gradients of an unscaled loss
 #   unscaled-loss:    LossScaleOptimizer (Keras 2) gets gradients of an unscaled loss
 #   scaled-grads:     the scaled loss's gradients reach the optimizer still scaled
+#   scaled-grads-clipped: ... and are clipped (to a global norm of 5) while still scaled
 LOOPS = {
     "MP201/tf_function": ("train_step", "no-lso"),
     "MP201/tf_function_keras2": ("train_step", "no-lso"),
@@ -44,6 +45,7 @@ LOOPS = {
     "MP202/gradient_inside_tape_keras2": ("train_step", "unscaled-loss"),
     "MP203/missing_unscale": ("train_step", "scaled-grads"),
     "MP203/train_step_self_optimizer": ("fit", "scaled-grads"),
+    "MP203/clipped_missing_unscale": ("train_step", "scaled-grads-clipped"),
 }
 # MP205: loss scaling under mixed_bfloat16, unwrapped by the fix.
 BFLOAT16_LOOPS = {
@@ -106,6 +108,10 @@ def _grads_close(applied: list, expected: list, divisor: float = 1.0) -> bool:
     return True
 
 
+def _global_norm(grads: list) -> float:
+    return math.sqrt(sum(v * v for g in grads if g for v in g))
+
+
 def _steps_of(run: dict) -> list[tuple[float, float, list, list]]:
     """(loss, gradient target, tape gradients, applied gradients) per model trained."""
     n = len(run["losses"])
@@ -151,6 +157,9 @@ def test_original_loop_shows_the_mistake(steps, case_id):
         elif mistake == "scaled-grads":
             assert _close(target, loss * scale)
             assert _grads_close(applied, tape)  # 32768x too large
+        elif mistake == "scaled-grads-clipped":
+            assert _close(target, loss * scale)
+            assert _global_norm(tape) > 100 * 5.0 and math.isclose(_global_norm(applied), 5.0, rel_tol=1e-3)
         else:  # pragma: no cover
             raise AssertionError(mistake)
 
