@@ -237,9 +237,16 @@ class ExperimentalMixedPrecisionApi(Rule):
                     self._import_experimental_module(node, alias, module)
         for node in facts.index.nodes(cst.Import):
             for alias in node.names:
-                if canonical(code(facts, alias.name)) == EXPERIMENTAL:
-                    self.report(node, "the experimental mixed-precision module was removed (TF 2.21: ImportError); "
-                                      "use `tf.keras.mixed_precision`")
+                module = code(facts, alias.name)
+                if canonical(module) != EXPERIMENTAL:
+                    continue
+                fix = None
+                parent, _, last = module.rpartition(".")[0].rpartition(".")
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name) and len(node.names) == 1 and parent:
+                    # `import tensorflow.keras.mixed_precision.experimental as mp`
+                    text = f"from {parent} import {last} as {alias.asname.name.value}"
+                    fix = self.fix(f"Import `{parent}.{last}`", [ReplaceText(node, text)])
+                self.report(node, f"`{module}` was removed (TF 2.21: ImportError); use `{module.rpartition('.')[0]}`", fix=fix)
 
     def _import_experimental_module(self, node: cst.ImportFrom, alias: cst.ImportAlias, module: str) -> None:
         """`from tensorflow.keras.mixed_precision import experimental as mixed_precision`."""

@@ -163,3 +163,11 @@ def test_calls_guarded_by_hasattr_run_on_both_generations():
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
     """, target="keras3")
     assert findings == []
+
+
+def test_import_of_the_experimental_module_with_an_alias():
+    _, fixed = run("""
+        import tensorflow.keras.mixed_precision.experimental as mpx
+        mpx.set_policy("mixed_float16")
+    """)
+    assert fixed == '\nfrom tensorflow.keras import mixed_precision as mpx\nmpx.set_global_policy("mixed_float16")\n'
