@@ -196,5 +196,15 @@ def rule(code, show_all, output_format) -> None:
     click.echo(f"# {cls.name} ({code})\n\nSeverity: {cls.severity.value}. {fix_line}\n\n{cls.doc()}")
 
 
+@main.command("lsp")
+def lsp_command() -> None:
+    """Run the mplint language server on stdin/stdout (needs the `lsp` extra: pygls)."""
+    try:
+        from mplint.lsp import serve
+    except ImportError as exc:
+        raise _fail(f"the language server needs pygls: pip install 'mplint[lsp]' ({exc})")
+    serve()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -23,6 +23,9 @@ RULES: dict[str, tuple[str, str]] = {
     "MP401": ("experimental-mixed-precision-api", "migration"),
     "MP403": ("graph-rewrite-api", "migration"),
     "MP404": ("loss-scale-api-mismatch", "migration"),
+    "MP501": ("float16-overflow-constant", "numerics"),
+    "MP502": ("float16-underflow-epsilon", "numerics"),
+    "MP503": ("float16-input-pipeline", "numerics"),
 }
 
 # Engine codes: always on, never suppressed.

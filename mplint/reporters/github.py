@@ -2,15 +2,19 @@
 
     ::error file=model.py,line=12,col=5,endLine=12,endColumn=40,title=MP101::MP101 ...
 
-Errors become `::error`, warnings `::warning`, info `::notice`. Notebook findings are
-annotated on the file (their rows are cell-relative) with the cell in the message.
+Errors become `::error`, warnings `::warning`, info `::notice`. Paths are relative
+to the working directory (where the workflow checked the repository out) when they
+are below it. Notebook findings keep their cell in the message (`cell 3:2:9: ...`)
+and are annotated on the line of the `.ipynb` file that holds that source text when
+mplint can map it (see `mplint.notebook.FileLocator`), else on the file as a whole.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from mplint.diagnostics import Severity
+from mplint.diagnostics import Finding, Severity
 
 if TYPE_CHECKING:
     from mplint.reporters import ReportContext
@@ -27,20 +31,47 @@ def _escape_property(value: str) -> str:
     return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
+def _path(filename: str) -> str:
+    if os.path.isabs(filename):
+        try:
+            relative = os.path.relpath(filename)
+        except ValueError:
+            return filename
+        if not relative.startswith(".."):
+            return relative.replace(os.sep, "/")
+    return filename.replace(os.sep, "/")
+
+
+def _position(f: Finding, locators: dict) -> list[str]:
+    if f.cell is None:
+        return [
+            f"line={f.location.row}",
+            f"col={f.location.column}",
+            f"endLine={f.end_location.row}",
+            f"endColumn={f.end_location.column}",
+        ]
+    if f.filename not in locators:
+        from mplint.notebook import file_locator
+
+        locators[f.filename] = file_locator(f.filename)
+    locator = locators[f.filename]
+    start = locator.locate(f.cell, f.location.row, f.location.column) if locator else None
+    if start is None:
+        return []
+    return [f"line={start[0]}", f"col={start[1]}"]
+
+
 def render(result: "RunResult", context: "ReportContext") -> str:
     lines = []
+    locators: dict = {}
     for f in result.findings:
-        props = [f"file={_escape_property(f.filename)}"]
+        props = [f"file={_escape_property(_path(f.filename))}", *_position(f, locators)]
         message = f"{f.code} {f.message}"
-        if f.cell is None:
-            props += [
-                f"line={f.location.row}",
-                f"col={f.location.column}",
-                f"endLine={f.end_location.row}",
-                f"endColumn={f.end_location.column}",
-            ]
-        else:
+        if f.cell is not None:
             message = f"cell {f.cell}:{f.location.row}:{f.location.column}: {message}"
         props.append(f"title={_escape_property(f.code)}")
         lines.append(f"::{_COMMAND[f.severity]} {','.join(props)}::{_escape_data(message)}")
+    for problem in result.problems:
+        lines.append(f"::error file={_escape_property(_path(problem.path))},title=mplint::"
+                     f"{_escape_data(problem.message)}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -1,9 +1,13 @@
 """`--output-format sarif`: SARIF 2.1.0 for GitHub code scanning and other viewers.
 
-One run; the driver lists every rule (id, name, descriptions, help text from the
-rule's docs); results carry regions and, for Python files, fixes as replacements.
-Notebook findings name their cell in the message and a `cell` property (their rows
-are cell-relative, so they carry no region in file coordinates).
+One run; the driver lists every rule (id, name, descriptions, help text and markdown
+from the rule's docs, help URI when the docs have a web address); results carry
+regions (columns in Unicode code points, `columnKind` says so) and fixes as
+replacements. Notebook findings name their cell in the message and a `cell`
+property; their region is the place in the `.ipynb` file's JSON where that source
+text sits, when mplint can map it (see `mplint.notebook.FileLocator`), and they carry
+no fixes (an edit of a cell is not an edit of the JSON text). Paths that could not be
+read become tool execution notifications and make `executionSuccessful` false.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from mplint import __version__
 from mplint.codes import ENGINE_CODES, RULES
@@ -25,32 +30,42 @@ _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "
 
 
 def _uri(filename: str) -> str:
+    """A relative URI reference (percent-encoded, `/`-separated) for a reported path."""
     path = filename
     if os.path.isabs(path):
         try:
-            path = os.path.relpath(path)
+            relative = os.path.relpath(path)
         except ValueError:
-            pass
+            relative = path
+        if not relative.startswith(".."):
+            path = relative
     path = path.replace(os.sep, "/")
     while path.startswith("./"):
         path = path[2:]
-    return path
+    if path.startswith("/"):
+        return "file://" + quote(path)
+    return quote(path)
 
 
 def _rule_descriptor(code: str) -> dict[str, Any]:
     from mplint.registry import rule_class
+    from mplint.ruledocs import web_doc_url
 
     rule = rule_class(code)
-    doc = rule.doc()
-    return {
+    doc = rule.doc() or rule.name
+    descriptor: dict[str, Any] = {
         "id": code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary() or rule.name},
-        "fullDescription": {"text": doc or rule.name},
-        "help": {"text": doc or rule.name, "markdown": doc or rule.name},
+        "fullDescription": {"text": rule.doc_sections().get("What it does", doc)},
+        "help": {"text": doc, "markdown": doc},
         "defaultConfiguration": {"level": _LEVEL[rule.severity]},
         "properties": {"fixAvailability": rule.fix_availability.value},
     }
+    url = web_doc_url(code)
+    if url:
+        descriptor["helpUri"] = url
+    return descriptor
 
 
 def _engine_descriptor(code: str, name: str) -> dict[str, Any]:
@@ -68,6 +83,30 @@ def _engine_descriptor(code: str, name: str) -> dict[str, Any]:
     }
 
 
+class _NotebookRegions:
+    """File regions of notebook findings, one locator per notebook."""
+
+    def __init__(self) -> None:
+        self._locators: dict[str, Any] = {}
+
+    def region(self, f: Finding) -> dict[str, int] | None:
+        if f.filename not in self._locators:
+            from mplint.notebook import file_locator
+
+            self._locators[f.filename] = file_locator(f.filename)
+        locator = self._locators[f.filename]
+        if locator is None or f.cell is None:
+            return None
+        start = locator.locate(f.cell, f.location.row, f.location.column)
+        end = locator.locate(f.cell, f.end_location.row, f.end_location.column)
+        if start is None:
+            return None
+        region = {"startLine": start[0], "startColumn": start[1]}
+        if end is not None and end >= start:
+            region.update(endLine=end[0], endColumn=end[1])
+        return region
+
+
 def _region(f: Finding) -> dict[str, int]:
     return {
         "startLine": f.location.row,
@@ -77,11 +116,39 @@ def _region(f: Finding) -> dict[str, int]:
     }
 
 
-def _result(f: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
+def _fixes(f: Finding) -> list[dict[str, Any]]:
+    assert f.fix is not None
+    return [
+        {
+            "description": {"text": f"{f.fix.message} ({f.fix.applicability.value} fix)"},
+            "artifactChanges": [
+                {
+                    "artifactLocation": {"uri": _uri(f.filename)},
+                    "replacements": [
+                        {
+                            "deletedRegion": {
+                                "startLine": e.location.row,
+                                "startColumn": e.location.column,
+                                "endLine": e.end_location.row,
+                                "endColumn": e.end_location.column,
+                            },
+                            "insertedContent": {"text": e.content},
+                        }
+                        for e in f.fix.edits
+                    ],
+                }
+            ],
+            "properties": {"applicability": f.fix.applicability.value},
+        }
+    ]
+
+
+def _result(f: Finding, rule_index: dict[str, int], notebooks: _NotebookRegions) -> dict[str, Any]:
     message = f.message if f.cell is None else f"cell {f.cell}:{f.location.row}:{f.location.column}: {f.message}"
     location: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.filename)}}
-    if f.cell is None:
-        location["region"] = _region(f)
+    region = _region(f) if f.cell is None else notebooks.region(f)
+    if region is not None:
+        location["region"] = region
     result: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": rule_index[f.code],
@@ -90,51 +157,49 @@ def _result(f: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
         "locations": [{"physicalLocation": location}],
     }
     if f.cell is not None:
-        result["properties"] = {"cell": f.cell}
+        result["properties"] = {"cell": f.cell, "cellLocation": {"row": f.location.row, "column": f.location.column}}
     if f.fix is not None and f.cell is None:
-        result["fixes"] = [
-            {
-                "description": {"text": f"{f.fix.message} ({f.fix.applicability.value} fix)"},
-                "artifactChanges": [
-                    {
-                        "artifactLocation": {"uri": _uri(f.filename)},
-                        "replacements": [
-                            {
-                                "deletedRegion": {
-                                    "startLine": e.location.row,
-                                    "startColumn": e.location.column,
-                                    "endLine": e.end_location.row,
-                                    "endColumn": e.end_location.column,
-                                },
-                                "insertedContent": {"text": e.content},
-                            }
-                            for e in f.fix.edits
-                        ],
-                    }
-                ],
-            }
-        ]
+        result["fixes"] = _fixes(f)
     return result
+
+
+def _notifications(result: "RunResult") -> list[dict[str, Any]]:
+    notes = []
+    for problem in result.problems:
+        notes.append({
+            "level": "error",
+            "message": {"text": f"{problem.path}: {problem.message}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(problem.path)}}}],
+        })
+    for warning in result.warnings:
+        notes.append({"level": "warning", "message": {"text": warning}})
+    return notes
 
 
 def render(result: "RunResult", context: "ReportContext") -> str:
     rules = [_engine_descriptor(code, name) for code, name in sorted(ENGINE_CODES.items())]
     rules += [_rule_descriptor(code) for code in sorted(RULES)]
     rule_index = {rule["id"]: i for i, rule in enumerate(rules)}
+    notebooks = _NotebookRegions()
+    invocation: dict[str, Any] = {"executionSuccessful": not result.problems and not result.internal_errors}
+    notifications = _notifications(result)
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    from mplint.ruledocs import repository_url
+
+    driver: dict[str, Any] = {"name": "mplint", "version": __version__, "semanticVersion": __version__}
+    if repository_url():
+        driver["informationUri"] = repository_url()
+    driver["rules"] = rules
     sarif = {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {
-                    "driver": {
-                        "name": "mplint",
-                        "version": __version__,
-                        "semanticVersion": __version__,
-                        "rules": rules,
-                    }
-                },
-                "results": [_result(f, rule_index) for f in result.findings],
+                "tool": {"driver": driver},
+                "invocations": [invocation],
+                "columnKind": "unicodeCodePoints",
+                "results": [_result(f, rule_index, notebooks) for f in result.findings],
             }
         ],
     }

@@ -1,0 +1,69 @@
+"""Checking a text held in memory, for integrations that are handed the text rather
+than a path to read (the language server, the flake8 plugin).
+
+It applies what `mplint check` applies to a named file: the nearest configuration of
+the file's folder (select/ignore/per-file-ignores/target/assume-policy), the config
+`exclude` globs (like `--force-exclude`), the text pre-filter and `# noqa`; then the
+same engine. A policy inherited from another module of the project (which `mplint
+check` sees when both files are in the run) is not known here: set `assume-policy`. Notebook cells held by an editor (one cell, IPython syntax included) are
+checked with their magics masked, as in `.ipynb` files.
+"""
+
+from __future__ import annotations
+
+import os
+
+from mplint.codes import all_codes
+from mplint.config import ConfigResolver
+from mplint.engine import Outcome, check_document
+from mplint.prefilter import needs_parse
+from mplint.source import Document
+
+
+def is_excluded(path: str, resolver: ConfigResolver) -> bool:
+    """Whether the config excludes `path` (default excludes such as `.venv` included)."""
+    if not path or not os.path.exists(path):
+        return False
+    from mplint.discovery import Found, discover
+
+    return not any(isinstance(item, Found) for item in discover([path], resolver, force_exclude=True))
+
+
+def check_text(
+    path: str,
+    text: str,
+    resolver: ConfigResolver | None = None,
+    *,
+    fix: bool = False,
+    unsafe: bool = False,
+    notebook_cell: bool = False,
+) -> Outcome | None:
+    """Findings (and with `fix`, the fixed text) for `text` as the content of `path`.
+
+    None when the configuration excludes the file or enables no rule. Raises
+    `mplint.config.ConfigError` for a broken configuration.
+    """
+    resolver = resolver or ConfigResolver()
+    config_path = path or os.path.join(os.getcwd(), "untitled.py")
+    if is_excluded(path, resolver):
+        return None
+    settings = resolver.for_path(config_path)
+    engine_settings = settings.for_file(config_path, all_codes())
+    if not engine_settings.codes:
+        return None
+    doc = Document(path, text)
+    if notebook_cell:
+        from mplint.notebook import mask_cell
+
+        doc = mask_cell(path, text)
+    assumed = engine_settings.assumed_policy is not None
+    if not needs_parse(doc.text, assume_policy=assumed):
+        return Outcome([], text)
+    outcome = check_document(doc, engine_settings, path or "untitled.py", fix=fix, unsafe=unsafe)
+    if notebook_cell and outcome.text != doc.text:
+        from mplint.notebook import unmask_cell
+
+        outcome.text = unmask_cell(text, outcome.text)
+    elif outcome.text == doc.text:
+        outcome.text = text
+    return outcome

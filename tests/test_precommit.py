@@ -1,0 +1,162 @@
+"""The pre-commit hooks (.pre-commit-hooks.yaml), run by the real `pre-commit try-repo`
+against a temporary git repository.
+
+pre-commit builds a virtualenv for the hook repository and runs `pip install .` in it.
+To work offline (and not download anything in CI either), the test points the hook's
+environment at the dependencies already installed for the tests: PYTHONPATH holds the
+test interpreter's site-packages, pip is told to use no index (`PIP_NO_INDEX`) and to
+build without isolation (`PIP_NO_BUILD_ISOLATION=0` disables it), so pip finds
+libcst/click/pathspec/setuptools already there and installs only mplint itself, from
+the hook repository, into the hook's own environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from nbformat import v4
+
+ROOT = Path(__file__).resolve().parent.parent
+HOOK_REPO_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "mplint", "rules")
+
+FLOAT16_MODEL = (
+    "import tensorflow as tf\n"
+    "\n"
+    "model = tf.keras.Sequential([\n"
+    "    tf.keras.layers.Dense(64, activation='relu', dtype='float16'),\n"
+    "    tf.keras.layers.Dense(10, activation='softmax'),\n"
+    "])\n"
+)
+FIXED_MODEL = FLOAT16_MODEL.replace("dtype='float16'", "dtype='mixed_float16'")
+# MP503 has a safe fix: the plain fix hook applies it.
+FLOAT16_INPUTS = (
+    "import numpy as np\n"
+    "import tensorflow as tf\n"
+    "\n"
+    "\n"
+    "def from_arrays(images, labels):\n"
+    "    return tf.data.Dataset.from_tensor_slices((images.astype(np.float16), labels))\n"
+)
+FIXED_INPUTS = FLOAT16_INPUTS.replace("np.float16", "np.float32")
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.com",
+                    "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
+                   cwd=cwd, check=True, capture_output=True)
+
+
+def hook_repository(folder: Path) -> Path:
+    """A git repository holding this checkout's hooks file and package (uncommitted
+    work included), as users' pre-commit would clone it."""
+    folder.mkdir()
+    for name in HOOK_REPO_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, folder / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(source, folder / name)
+    git("init", "-q", cwd=folder)
+    git("add", "-A", cwd=folder)
+    git("commit", "-q", "-m", "hooks", cwd=folder)
+    return folder
+
+
+def hook_environment(home: Path) -> dict[str, str]:
+    site_packages = [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+    env = dict(os.environ)
+    env.update(
+        PRE_COMMIT_HOME=str(home),
+        PYTHONPATH=os.pathsep.join(site_packages),
+        PIP_NO_INDEX="1",
+        PIP_NO_BUILD_ISOLATION="0",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PRE_COMMIT_COLOR="never",
+    )
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+def pre_commit(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=540)
+
+
+def test_hooks_file_declares_check_and_fix_hooks():
+    hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"mplint", "mplint-fix"}
+    for hook in hooks.values():
+        assert hook["language"] == "python"
+        assert hook["types_or"] == ["python", "jupyter"]
+        assert "--force-exclude" in hook["entry"]
+        assert hook.get("pass_filenames", True) is True
+    assert "--fix" not in hooks["mplint"]["entry"] and "--fix" in hooks["mplint-fix"]["entry"]
+    assert "--unsafe-fixes" not in hooks["mplint-fix"]["entry"]
+
+
+@pytest.mark.slow
+def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
+    hooks = hook_repository(tmp_path / "hooks")
+    project = tmp_path / "project"
+    project.mkdir()
+    git("init", "-q", cwd=project)
+    (project / "pyproject.toml").write_text('[tool.mplint]\nexclude = ["generated/"]\n', encoding="utf-8")
+    (project / "model.py").write_text(FLOAT16_MODEL, encoding="utf-8")
+    (project / "data.py").write_text(FLOAT16_INPUTS, encoding="utf-8")
+    (project / "generated").mkdir()
+    (project / "generated" / "model_pb.py").write_text(FLOAT16_MODEL, encoding="utf-8")
+    (project / "notebooks").mkdir()
+    notebook = v4.new_notebook()
+    notebook.cells = [v4.new_markdown_cell("# Train"),
+                      v4.new_code_cell("%matplotlib inline\n" + FLOAT16_MODEL, execution_count=1,
+                                       outputs=[v4.new_output("stream", name="stdout", text="ok\n")])]
+    nbformat.write(notebook, str(project / "notebooks" / "train.ipynb"))
+    git("add", "pyproject.toml", "model.py", "data.py", "generated/model_pb.py", "notebooks/train.ipynb", cwd=project)
+    # Not staged: pre-commit must not pass it to the hooks.
+    (project / "scratch.py").write_text(FLOAT16_MODEL, encoding="utf-8")
+    env = hook_environment(tmp_path / "pre-commit-home")
+
+    checked = pre_commit("try-repo", str(hooks), "mplint", "--verbose", cwd=project, env=env)
+    output = checked.stdout + checked.stderr
+    assert checked.returncode == 1, output
+    assert "mplint" in output and "Failed" in output
+    assert "model.py:4:5: MP103" in output
+    assert "data.py:6:48: MP503" in output
+    assert "notebooks/train.ipynb:cell 2:5:5: MP103" in output
+    assert "scratch.py" not in output  # not staged
+    assert "generated/" not in output  # excluded by the project's config, even when named
+    assert (project / "model.py").read_text(encoding="utf-8") == FLOAT16_MODEL
+
+    # The README's way: a .pre-commit-config.yaml naming the hook repository. The plain
+    # fix hook applies safe fixes only (MP503's, not MP103's); with --unsafe-fixes, both.
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hooks, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    config = {"repos": [{"repo": str(hooks), "rev": sha, "hooks": [
+        {"id": "mplint-fix"},
+        {"id": "mplint-fix", "name": "mplint unsafe fixes", "args": ["--unsafe-fixes"]},
+    ]}]}
+    (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    git("add", ".pre-commit-config.yaml", cwd=project)
+    fixed = pre_commit("run", "--verbose", cwd=project, env=env)
+    output = fixed.stdout + fixed.stderr
+    assert fixed.returncode == 1, output
+    safe_only, unsafe_too = output.split("mplint unsafe fixes", 1)
+    assert "model.py:4:5: MP103" in safe_only and "hidden fix" in safe_only
+    assert "data.py:6:48: MP503" not in safe_only  # fixed, not left
+    assert "files were modified by this hook" in safe_only
+    assert "files were modified by this hook" in unsafe_too
+    assert (project / "data.py").read_text(encoding="utf-8") == FIXED_INPUTS
+    assert (project / "model.py").read_text(encoding="utf-8") == FIXED_MODEL
+    assert (project / "generated" / "model_pb.py").read_text(encoding="utf-8") == FLOAT16_MODEL
+    assert (project / "scratch.py").read_text(encoding="utf-8") == FLOAT16_MODEL
+    fixed_notebook = nbformat.read(str(project / "notebooks" / "train.ipynb"), as_version=4)
+    nbformat.validate(fixed_notebook)
+    assert fixed_notebook.cells[1].source == "%matplotlib inline\n" + FIXED_MODEL
+    assert fixed_notebook.cells[1].outputs == notebook.cells[1].outputs

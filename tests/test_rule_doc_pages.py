@@ -1,0 +1,56 @@
+"""docs/rules/ is generated from the rule docstrings and must be up to date."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from mplint import ruledocs
+from mplint.codes import all_codes
+
+
+def test_generated_rule_pages_are_up_to_date():
+    stale = ruledocs.stale_pages()
+    assert not stale, f"docs/rules/ is out of date ({', '.join(stale)}): run `python -m mplint.ruledocs`"
+
+
+def test_every_rule_has_a_page_with_its_docs():
+    from mplint.registry import rule_class
+
+    for code in all_codes():
+        page = (ruledocs.DOCS_DIR / f"{code}.md").read_text(encoding="utf-8")
+        rule = rule_class(code)
+        assert page.startswith(f"# {rule.name} ({code})\n")
+        for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+            assert section in page
+        assert rule.doc() in page
+    index = (ruledocs.DOCS_DIR / "README.md").read_text(encoding="utf-8")
+    assert all(f"[{code}]({code}.md)" in index for code in all_codes())
+
+
+def test_check_mode_notices_a_stale_and_a_leftover_page(tmp_path):
+    ruledocs.write_pages(tmp_path)
+    assert ruledocs.stale_pages(tmp_path) == []
+    code = all_codes()[0]
+    (tmp_path / f"{code}.md").write_text("edited by hand\n", encoding="utf-8")
+    (tmp_path / "MP999.md").write_text("a removed rule\n", encoding="utf-8")
+    assert ruledocs.stale_pages(tmp_path) == [f"{code}.md", "MP999.md"]
+    assert sorted(ruledocs.write_pages(tmp_path)) == sorted([f"{code}.md", "MP999.md"])
+    assert ruledocs.stale_pages(tmp_path) == []
+    assert not (tmp_path / "MP999.md").exists()
+
+
+def test_check_command_exit_code():
+    done = subprocess.run([sys.executable, "-m", "mplint.ruledocs", "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_doc_links():
+    code = all_codes()[0]
+    url = ruledocs.rule_doc_url(code)
+    if ruledocs.repository_url() is None:
+        # A source checkout: the local page.
+        assert url == (ruledocs.DOCS_DIR / f"{code}.md").as_uri()
+        assert ruledocs.web_doc_url(code) is None
+    else:
+        assert url.endswith(f"/blob/main/docs/rules/{code}.md") and url.startswith("https://")
