@@ -1,9 +1,10 @@
 """The cheap text scan that decides whether a file is worth parsing at all.
 
 Most Python files in a repository have nothing to do with mixed precision. A file is
-parsed only if it mentions a mixed-precision token (or NumPy's `np.half`), or it
-mentions Keras/TensorFlow and also contains a float16 numerics hazard literal (for
-MP5xx in library layer code that sets no policy) or a `.half` dtype (MP503), or
+parsed only if it mentions a mixed-precision token (or NumPy's `np.half`) or a
+LossScaleOptimizer method, or it mentions Keras/TensorFlow and also contains a float16
+numerics hazard literal (for MP5xx in library layer code that sets no policy) or a
+`.half` dtype (MP503), or
 `assume-policy` covers it and it mentions Keras/TensorFlow.
 Plain substring tests (C-speed) do most of the work; the literal scan runs only on
 files that mention Keras/TensorFlow. Every rule must be unable to fire on a file this
@@ -29,6 +30,9 @@ MIXED_PRECISION_TOKENS = (
     "np.half",  # NumPy's other name for float16 (MP503)
     "numpy.half",
 )
+# The LossScaleOptimizer API, also where the policy is set in another module (a
+# `train_step` using the compiled optimizer, MP203/MP404).
+LOSS_SCALING_TOKENS = (".get_scaled_loss(", ".scale_loss(", "get_unscaled_gradients")
 KERAS_TOKENS = ("keras", "tensorflow")
 # A Python int/float literal (underscores allowed; hex, octal, binary ints), not part
 # of a name, a longer number or an imaginary literal.
@@ -74,7 +78,7 @@ def has_float16_hazard_literal(text: str) -> bool:
 
 
 def needs_parse(text: str, assume_policy: bool = False) -> bool:
-    if mentions_mixed_precision(text):
+    if mentions_mixed_precision(text) or any(token in text for token in LOSS_SCALING_TOKENS):
         return True
     if not mentions_keras(text):
         return False

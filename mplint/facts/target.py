@@ -89,7 +89,8 @@ def project_root(folder: str) -> str | None:
             names = os.listdir(current)
         except OSError:
             names = []
-        if any(n in names for n in _PROJECT_MARKERS) or any(n.startswith("requirements") and n.endswith(".txt") for n in names):
+        if any(n in names for n in _PROJECT_MARKERS) or any(n.startswith("requirements") and n.endswith(".txt") for n in names) \
+                or ("requirements" in names and os.path.isdir(os.path.join(current, "requirements"))):
             return current
         if ".git" in names:
             return None
@@ -155,10 +156,23 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
     return found
 
 
-_NEW = ("2.16.0", "2.17.0", "2.21.0", "3.0.0")
-_OLD = ("1.15.0", "2.3.0", "2.4.0", "2.10.0", "2.13.0", "2.15.0", "2.15.1")
-_KERAS_NEW = ("3.0.0", "3.5.0", "3.15.0")
-_KERAS_OLD = ("2.4.0", "2.10.0", "2.15.0")
+# Versions a specifier is tried against: every TensorFlow 1.x/2.x minor and patch, and
+# Keras 2.x/3.x, so that exact pins (`==2.4.1`) and ranges are both decided.
+_TF_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (1, 2) for minor in range(0, 31) for patch in range(0, 10))
+_KERAS_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (2, 3) for minor in range(0, 31) for patch in range(0, 10))
+
+
+def _eras(spec, versions: tuple[str, ...], first_new: tuple[int, int]) -> tuple[bool, bool]:
+    """(allows a Keras 2 era version, allows a Keras 3 era version)."""
+    old = new = False
+    for version in spec.filter(versions, prereleases=True):
+        if _major_minor(version) >= first_new:
+            new = True
+        else:
+            old = True
+        if old and new:
+            break
+    return old, new
 
 
 @lru_cache(maxsize=64)
@@ -173,25 +187,30 @@ def project_pins(root: str | None) -> Target | None:
         return None
     from packaging.requirements import InvalidRequirement, Requirement
 
+    requirements = []
     for line, source in lines:
         try:
-            requirement = Requirement(line)
+            requirements.append((Requirement(line), line, source))
         except InvalidRequirement:
             continue
+    # A tf-keras dependency means Keras 2 whatever TensorFlow is pinned to (TF >= 2.16
+    # with TF_USE_LEGACY_KERAS=1 runs tf-keras).
+    for requirement, line, source in requirements:
+        if requirement.name.lower().replace("_", "-") == "tf-keras":
+            return Target(KERAS2, f"{source} depends on tf-keras")
+    for requirement, line, source in requirements:
         name = requirement.name.lower().replace("_", "-")
         spec = requirement.specifier
-        if name in ("tf-keras",):
-            return Target(KERAS2, f"{source} depends on tf-keras")
-        if name in _TF_DISTRIBUTIONS and str(spec):
-            new = any(spec.contains(v, prereleases=True) for v in _NEW)
-            old = any(spec.contains(v, prereleases=True) for v in _OLD)
+        if not str(spec):
+            continue
+        if name in _TF_DISTRIBUTIONS:
+            old, new = _eras(spec, _TF_VERSIONS, (2, 16))
             if old and not new:
                 return Target(KERAS2, f"{source} pins {line} (Keras 2 era)")
             if new and not old:
                 return Target(KERAS3, f"{source} pins {line} (Keras 3 era)")
-        if name == "keras" and str(spec):
-            new = any(spec.contains(v, prereleases=True) for v in _KERAS_NEW)
-            old = any(spec.contains(v, prereleases=True) for v in _KERAS_OLD)
+        elif name == "keras":
+            old, new = _eras(spec, _KERAS_VERSIONS, (3, 0))
             if old and not new:
                 return Target(KERAS2, f"{source} pins {line}")
             if new and not old:

@@ -1,0 +1,460 @@
+"""MP2xx: loss scaling in custom training loops, for Keras 2 and Keras 3."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mplint.analysis.calls import arg_value
+from mplint.diagnostics import FixAvailability, Severity
+from mplint.facts.training import (
+    LSO_ATTRIBUTES,
+    LSO_CURRENT,
+    LSO_EXPERIMENTAL,
+    SCALE_METHODS,
+    UNSCALE_METHOD,
+    GradientStep,
+    OptimizerInfo,
+    TrainingLoops,
+)
+from mplint.rule import Change, RemoveStatement, Replace, Rule
+
+from .scaling_edits import code, scale_in_tape, scale_method, unscale_gradients, wrap_optimizer
+
+
+def loop_generation(facts, info: OptimizerInfo | None) -> str | None:
+    """The loss-scaling generation an optimizer has at run time; `compile` wraps the
+    optimizer of a model under mixed_float16 (Keras 2 and Keras 3)."""
+    if info is None:
+        return None
+    if info.origin == "compiled":
+        return "compile" if facts.policy.float16 and not _compile_without_loss_scaling(facts) else None
+    return info.generation
+
+
+def _compile_without_loss_scaling(facts) -> bool:
+    """`compile(..., auto_scale_loss=False)` (Keras 3): compile does not wrap."""
+    for call in facts.index.nodes(cst.Call):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile":
+            value = arg_value(call, None, "auto_scale_loss")
+            if isinstance(value, cst.Name) and value.value == "False":
+                return True
+    return False
+
+
+def _how_to_scale(facts) -> str:
+    if facts.target.is_keras2:
+        return "scale the loss with `get_scaled_loss` inside the tape and unscale the gradients with `get_unscaled_gradients`"
+    return "scale the loss with `scale_loss` inside the tape (`apply_gradients`/`apply` unscale by themselves)"
+
+
+class UnscaledCustomLoop(Rule):
+    """## What it does
+    Finds custom training loops (`tf.GradientTape` + `apply_gradients`/`apply`, also in
+    `@tf.function`s and in Keras 2 `minimize(..., tape=tape)` steps) under the
+    `mixed_float16` policy whose optimizer is not a `LossScaleOptimizer`.
+
+    ## Why is this bad?
+    `Model.fit` scales the loss by itself under `mixed_float16`; a custom loop does not.
+    float16 gradients smaller than about 6e-8 round to zero in the backward pass, and
+    the model silently stops learning. The loss must be multiplied by a loss scale
+    before the gradients are taken, and the gradients divided by it again, which a
+    `LossScaleOptimizer` does.
+
+    ## Example
+    ```python
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    optimizer = tf.keras.optimizers.Adam()
+
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    ```
+
+    ## Use instead
+    Keras 3 (`apply_gradients`/`apply` unscale the gradients themselves):
+    ```python
+    optimizer = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.Adam())
+
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+        scaled_loss = optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled_loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    ```
+    Keras 2 (tf-keras, TensorFlow < 2.16):
+    ```python
+    optimizer = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.Adam())
+
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+        scaled_loss = optimizer.get_scaled_loss(loss)
+    grads = optimizer.get_unscaled_gradients(tape.gradient(scaled_loss, model.trainable_variables))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    ```
+
+    ## Fix safety
+    Unsafe: training numerics change (that is the point), and the optimizer becomes a
+    `LossScaleOptimizer` everywhere it is used, also outside this loop (checkpoints
+    then hold its loss-scale variables). The optimizer is wrapped where it is built
+    (also in another function of the module, or `self.opt = ...` in `__init__`), the
+    loss is scaled inside the tape and, for Keras 2, the gradients are unscaled where
+    they are computed. An optimizer built outside the module (a parameter, an import)
+    is reported without a fix; so is a loop whose loss is not computed inside its tape.
+    """
+
+    code = "MP201"
+    name = "unscaled-custom-loop"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+    requires_mixed_policy = True
+
+    def check(self) -> None:
+        facts = self.facts
+        if not facts.policy.float16:
+            return
+        loops = facts.analysis(TrainingLoops)
+        for step in loops.steps:
+            if step.kind == "tf.gradients" or step.apply is None or step.optimizer is None:
+                continue
+            info = step.optimizer
+            if info.kind == "v1" or loop_generation(facts, info) is not None or info.origin == "compiled":
+                continue
+            if step.scaling is not None and step.scaling.method in ("manual", "conditional"):
+                continue
+            if step.kind == "minimize":
+                if facts.target.is_keras2 and info.is_plain:
+                    self._report_minimize(step, info)
+                continue
+            if not info.is_plain:
+                if step.scaling is None:
+                    self.report(
+                        step.call,
+                        f"custom training loop under mixed_float16 never scales its loss: `{info.label}` must be a "
+                        f"LossScaleOptimizer (it is not built in this module) and the loop must {_how_to_scale(facts)}",
+                    )
+                continue
+            self._report(loops, step, info)
+
+    def _report(self, loops: TrainingLoops, step: GradientStep, info: OptimizerInfo) -> None:
+        facts = self.facts
+        assert info.built is not None and step.receiver is not None
+        message = (
+            f"custom training loop under mixed_float16 with `{info.label}`, which is not a "
+            "LossScaleOptimizer: float16 gradients can underflow to zero; wrap it and " + _how_to_scale(facts)
+        )
+        wrap = wrap_optimizer(facts, info.built)
+        changes: list[Change] | None = None
+        if step.transformed and facts.target.is_keras3 and step.scaling is None:
+            message += (
+                "; no fix: the gradients are changed (e.g. clipped) before `apply`, which in Keras 3 still sees them "
+                "scaled (clip with the optimizer's `clipnorm`/`global_clipnorm` instead)"
+            )
+            wrap = None
+        if wrap is not None:
+            receiver = code(facts, step.receiver)
+            if step.scaling is None:
+                scaling = scale_in_tape(facts, loops, step, receiver, unscale=facts.target.is_keras2)
+                changes = None if scaling is None else [*wrap, *scaling]
+            elif SCALE_METHODS.get(step.scaling.method) == facts.target.keras:
+                # Already scaled with the target's own API: only the wrapping is missing.
+                unscale = facts.target.is_keras2 and step.unscale is None and not step.manual_unscale
+                changes = [*wrap, *(unscale_gradients(facts, step, receiver) if unscale else [])]
+        fix = None
+        if changes is not None:
+            fix = self.fix(
+                f"Wrap `{info.label}` in a LossScaleOptimizer and scale the loss ({facts.target.keras})", changes, unsafe=True
+            )
+        self.report(step.call, message, fix=fix)
+
+    def _report_minimize(self, step: GradientStep, info: OptimizerInfo) -> None:
+        assert info.built is not None
+        wrap = wrap_optimizer(self.facts, info.built)
+        self.report(
+            step.call,
+            f"`{info.label}.minimize` under mixed_float16 with an optimizer that is not a LossScaleOptimizer: "
+            "float16 gradients can underflow to zero; wrap it in a LossScaleOptimizer (its `minimize` scales the loss)",
+            fix=self.fix(f"Wrap `{info.label}` in a LossScaleOptimizer", wrap, unsafe=True) if wrap else None,
+        )
+
+
+class GradientOfUnscaledLoss(Rule):
+    """## What it does
+    Finds custom training loops under `mixed_float16` whose optimizer is a
+    `LossScaleOptimizer` (built so, or wrapped by `compile`, as `self.optimizer` is in a
+    `train_step` override) but whose `tape.gradient` is taken of the unscaled loss.
+
+    ## Why is this bad?
+    The optimizer only scales what it is given. In Keras 3, `apply`/`apply_gradients`
+    divide the gradients by the loss scale (32768 at the start), so gradients of an
+    unscaled loss train with a learning rate ~32768x too small. In Keras 2 the
+    gradients are not divided, but the unscaled float16 backward pass underflows, as
+    without any loss scaling.
+
+    ## Example
+    ```python
+    class Model(tf.keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                loss = self.compute_loss(y=y, y_pred=self(x, training=True))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+            return {"loss": loss}
+    ```
+
+    ## Use instead
+    Keras 3:
+    ```python
+            with tf.GradientTape() as tape:
+                loss = self.compute_loss(y=y, y_pred=self(x, training=True))
+                scaled_loss = self.optimizer.scale_loss(loss)
+            grads = tape.gradient(scaled_loss, self.trainable_variables)
+    ```
+    Keras 2: `scaled_loss = self.optimizer.get_scaled_loss(loss)` inside the tape and
+    `grads = self.optimizer.get_unscaled_gradients(tape.gradient(scaled_loss, ...))`.
+
+    ## Fix safety
+    Safe: the loop then does what its `LossScaleOptimizer` expects. The scaling call is
+    inserted at the end of the tape block (or around the target when the gradient is
+    taken inside the block); for Keras 2 the gradients are also unscaled. A loop whose
+    loss is not computed inside the tape is reported without a fix.
+    """
+
+    code = "MP202"
+    name = "gradient-of-unscaled-loss"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+    requires_mixed_policy = True
+
+    def check(self) -> None:
+        facts = self.facts
+        if not facts.policy.float16:
+            return
+        loops = facts.analysis(TrainingLoops)
+        for step in loops.steps:
+            if step.kind != "tape" or step.apply is None or step.scaling is not None or step.receiver is None:
+                continue
+            generation = loop_generation(facts, step.optimizer)
+            if generation not in ("current", "experimental", "compile"):
+                continue
+            assert step.optimizer is not None
+            label = step.optimizer.label
+            if facts.target.is_keras3:
+                why = (f"`{label}` is a LossScaleOptimizer whose `{step.apply.func.attr.value}` divides the gradients "  # type: ignore[union-attr]
+                       "by the loss scale, so this trains with a learning rate ~32768x too small")
+            else:
+                why = f"`{label}` is a LossScaleOptimizer, but an unscaled float16 backward pass can underflow to zero"
+            if generation == "compile":
+                why += " (`compile` wraps the optimizer under mixed_float16)"
+            method = scale_method(facts)
+            advice = f"scale it with `{method}` inside the tape"
+            if facts.target.is_keras2:
+                advice += " and unscale the gradients with `get_unscaled_gradients`"
+            changes = scale_in_tape(facts, loops, step, code(facts, step.receiver), unscale=facts.target.is_keras2)
+            if step.transformed and facts.target.is_keras3:
+                changes = None
+                advice += (
+                    "; no fix: the gradients are changed (e.g. clipped) before `apply`, which in Keras 3 still sees "
+                    "them scaled (clip with the optimizer's `clipnorm`/`global_clipnorm` instead)"
+                )
+            self.report(
+                step.call,
+                f"gradient of the unscaled loss: {why}; {advice}",
+                fix=self.fix(f"Scale the loss with `{method}`", changes) if changes else None,
+            )
+
+
+class GradientsNotUnscaled(Rule):
+    """## What it does
+    Keras 2: finds loops that scale the loss with `get_scaled_loss` but pass the
+    gradients to `apply_gradients` without `get_unscaled_gradients`.
+
+    ## Why is this bad?
+    A Keras 2 `LossScaleOptimizer.apply_gradients` does not unscale: the gradients of a
+    scaled loss are the real gradients times the loss scale (32768 at the start), so
+    every step is that much too large and training diverges.
+
+    ## Example
+    ```python
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+        scaled_loss = optimizer.get_scaled_loss(loss)
+    grads = tape.gradient(scaled_loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    ```
+
+    ## Use instead
+    ```python
+    scaled_grads = tape.gradient(scaled_loss, model.trainable_variables)
+    grads = optimizer.get_unscaled_gradients(scaled_grads)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    ```
+
+    ## Fix safety
+    Safe: the fix wraps the gradient call in `get_unscaled_gradients` of the optimizer
+    that scaled the loss, before any clipping. Loops that divide the gradients
+    themselves are not reported. Under Keras 3 this is MP404's business (there is no
+    `get_scaled_loss`).
+    """
+
+    code = "MP203"
+    name = "gradients-not-unscaled"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.ALWAYS
+
+    def check(self) -> None:
+        facts = self.facts
+        if not facts.target.is_keras2:
+            return
+        loops = facts.analysis(TrainingLoops)
+        for step in loops.steps:
+            scaling = step.scaling
+            if step.kind != "tape" or step.apply is None or scaling is None or scaling.method != "get_scaled_loss":
+                continue
+            if step.unscale is not None or step.manual_unscale or step.apply.func.attr.value == "minimize":  # type: ignore[union-attr]
+                continue
+            if step.optimizer is not None and step.optimizer.is_plain:
+                continue  # not a LossScaleOptimizer at all: MP201 reports (and fixes) the loop
+            assert scaling.call is not None and isinstance(scaling.call.func, cst.Attribute)
+            receiver = code(facts, scaling.call.func.value)
+            self.report(
+                step.call,
+                f"gradients of the scaled loss reach `{code(facts, step.apply.func)}` without "  # type: ignore[union-attr]
+                f"`{receiver}.get_unscaled_gradients`: Keras 2 applies them multiplied by the loss scale",
+                fix=self.fix(f"Unscale with `{receiver}.get_unscaled_gradients`", unscale_gradients(facts, step, receiver)),
+            )
+
+
+class GraphRewriteWithTape(Rule):
+    """## What it does
+    Finds `tf.GradientTape` or `tf.gradients` gradients applied with an optimizer
+    returned by `enable_mixed_precision_graph_rewrite`.
+
+    ## Why is this bad?
+    The graph rewrite's optimizer scales the loss only in its own `minimize` /
+    `compute_gradients`. Gradients from a tape or `tf.gradients` bypass that, so the
+    float16 parts of the graph train without loss scaling, as the TF 1.15 API page
+    warns. (TensorFlow 2.21 also no longer has `tf.train.experimental`'s rewrite: see
+    MP403, which migrates it.)
+
+    ## Example
+    ```python
+    opt = tf.train.experimental.enable_mixed_precision_graph_rewrite(opt)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    ```
+
+    ## Use instead
+    ```python
+    opt = opt.minimize(loss_fn_closure, var_list=model.trainable_variables)  # TF 1.x
+    ```
+    or, better, the Keras mixed-precision API (MP403's fix).
+
+    ## Fix safety
+    No fix: MP403 replaces the graph rewrite, after which MP202 scales the loop.
+    """
+
+    code = "MP204"
+    name = "graph-rewrite-with-tape"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.NONE
+
+    def check(self) -> None:
+        loops = self.facts.analysis(TrainingLoops)
+        for step in loops.steps:
+            if step.kind == "minimize" or step.optimizer is None or step.optimizer.generation != "graph_rewrite":
+                continue
+            how = "`tf.gradients`" if step.kind == "tf.gradients" else "`GradientTape`"
+            self.report(
+                step.call,
+                f"gradients from {how} applied with `{step.optimizer.label}` from enable_mixed_precision_graph_rewrite: "
+                "they bypass its loss scaling (only its own minimize/compute_gradients scale the loss)",
+            )
+
+
+class LossScalingWithBfloat16(Rule):
+    """## What it does
+    Finds a `LossScaleOptimizer` in code whose policy is `mixed_bfloat16` (and never
+    `mixed_float16`).
+
+    ## Why is this bad?
+    bfloat16 has float32's exponent range: its gradients do not underflow, so loss
+    scaling only costs time (and, when dynamic, skipped steps). `compile` does not wrap
+    the optimizer under `mixed_bfloat16` for that reason.
+
+    ## Example
+    ```python
+    tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    optimizer = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.Adam())
+    ```
+
+    ## Use instead
+    ```python
+    tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    optimizer = tf.keras.optimizers.Adam()
+    ```
+
+    ## Fix safety
+    Unsafe: checkpoints of the optimizer change shape. The fix unwraps the optimizer
+    (an `opt = LossScaleOptimizer(opt)` line is removed) and replaces its
+    `get_scaled_loss(x)`, `scale_loss(x)` and `get_unscaled_gradients(g)` calls by their
+    argument. Code that reads other loss-scale attributes (`loss_scale`,
+    `inner_optimizer`, ...) is reported without a fix.
+    """
+
+    code = "MP205"
+    name = "loss-scaling-with-bfloat16"
+    severity = Severity.INFO
+    fix_availability = FixAvailability.SOMETIMES
+    requires_mixed_policy = True
+
+    def check(self) -> None:
+        facts = self.facts
+        policy = facts.policy
+        if not policy.bfloat16 or policy.float16:
+            return
+        loops = facts.analysis(TrainingLoops)
+        for wrapper in facts.calls_to(LSO_CURRENT, LSO_EXPERIMENTAL):
+            changes = self._unwrap(loops, wrapper)
+            self.report(
+                wrapper,
+                "LossScaleOptimizer under mixed_bfloat16: bfloat16 has float32's range and needs no loss scaling",
+                fix=self.fix("Unwrap the optimizer and drop the loss-scaling calls", changes, unsafe=True) if changes else None,
+            )
+
+    def _unwrap(self, loops: TrainingLoops, wrapper: cst.Call) -> list[Change] | None:
+        facts = self.facts
+        inner = arg_value(wrapper, 0, "inner_optimizer", "opt", "optimizer")
+        if inner is None:
+            return None
+        changes: list[Change] = []
+        parent = facts.index.parent_of(wrapper)
+        assign = parent if isinstance(parent, cst.Assign) else None
+        if assign is not None and len(assign.targets) == 1 and _same_reference(facts, assign.targets[0].target, inner):
+            statement = facts.index.statement_of(assign)
+            if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+                return None
+            changes.append(RemoveStatement(statement))
+        else:
+            changes.append(Replace(wrapper, inner))
+        # Every use of this optimizer's loss-scaling API goes too.
+        for call in loops.method_calls(*SCALE_METHODS, UNSCALE_METHOD):
+            receiver = call.func.value  # type: ignore[union-attr]
+            if loops.optimizer(receiver, call).wrapper is not wrapper:
+                continue
+            argument = arg_value(call, 0, "loss", "grads", "gradients")
+            if argument is None:
+                return None
+            changes.append(Replace(call, argument))
+        for attribute in facts.index.nodes(cst.Attribute):
+            if attribute.attr.value in LSO_ATTRIBUTES and isinstance(attribute.value, (cst.Name, cst.Attribute)):
+                if loops.optimizer(attribute.value, attribute).wrapper is wrapper:
+                    return None
+        return changes
+
+
+def _same_reference(facts, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    return isinstance(a, (cst.Name, cst.Attribute)) and code(facts, a) == code(facts, b)

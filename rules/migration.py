@@ -1,0 +1,839 @@
+"""MP4xx: migrate old mixed-precision APIs to code that runs on TensorFlow 2.21."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from mplint.analysis.calls import arg_value, get_arg, positional, string_value, with_keyword, without_arg
+from mplint.analysis.names import canonical
+from mplint.diagnostics import FixAvailability, Severity
+from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
+from mplint.facts.training import (
+    GRAPH_REWRITE,
+    LSO_CURRENT,
+    LSO_EXPERIMENTAL,
+    TrainingLoops,
+)
+from mplint.rule import Change, InsertAfter, RemoveStatement, Replace, ReplaceText, Rule
+
+from .scaling_edits import (
+    code,
+    mixed_float16_policy,
+    mixed_precision_module,
+    set_mixed_float16,
+    sets_mixed_float16,
+    unscale_gradients,
+)
+
+EXPERIMENTAL = "keras.mixed_precision.experimental"
+RENAMED = {"set_policy": "set_global_policy"}
+GLOBAL_POLICY = frozenset({"keras.mixed_precision.global_policy", f"{EXPERIMENTAL}.global_policy", "keras.config.dtype_policy"})
+SET_POLICY_OLD = frozenset({f"{EXPERIMENTAL}.set_policy", "keras.mixed_precision.set_policy"})
+# TF 2.1-2.3 loss-scale classes; the tf.* ones are gone in TF 2.21, compat.v1 ones remain
+# (but no Keras optimizer or policy accepts them).
+_LOSS_SCALE_MODULES_GONE = ("tensorflow.mixed_precision.experimental", "tensorflow.train.experimental", "tensorflow.mixed_precision")
+_LOSS_SCALE_MODULES_V1 = ("tensorflow.compat.v1.mixed_precision.experimental", "tensorflow.compat.v1.mixed_precision",
+                          "tensorflow.compat.v1.train.experimental")
+_CLASSES = ("LossScale", "DynamicLossScale", "FixedLossScale")
+LOSS_SCALES_GONE = {f"{m}.{c}": c for m in _LOSS_SCALE_MODULES_GONE for c in _CLASSES}
+LOSS_SCALES = {**LOSS_SCALES_GONE, **{f"{m}.{c}": c for m in _LOSS_SCALE_MODULES_V1 for c in _CLASSES}}
+AUTO_MIXED_PRECISION_ENV = "TF_ENABLE_AUTO_MIXED_PRECISION"
+
+KERAS3_NO_FIXED = (
+    "Keras 3 has no fixed loss scale: the closest equivalent is a dynamic one starting at {n} "
+    "(a fixed factor needs `loss_scale_factor={n}` on the inner optimizer, without skipping non-finite steps)"
+)
+
+
+# -- loss scales ----------------------------------------------------------------------------
+
+@dataclass
+class LossScale:
+    """A TF 2.1-era loss scale, as the arguments of a current LossScaleOptimizer."""
+
+    kind: str  # "dynamic", "custom" (dynamic with settings) or "fixed"
+    initial: cst.BaseExpression | None = None
+    growth: cst.BaseExpression | None = None
+    constructions: list[cst.Call] = field(default_factory=list)  # LossScale objects it came from
+
+    def keywords(self, keras2: bool) -> list[tuple[str, cst.BaseExpression]]:
+        if self.kind == "fixed":
+            assert self.initial is not None
+            fixed = [("dynamic", cst.Name("False"))] if keras2 else []
+            return [*fixed, ("initial_scale", self.initial)]
+        found = []
+        if self.initial is not None:
+            found.append(("initial_scale", self.initial))
+        if self.growth is not None:
+            found.append(("dynamic_growth_steps", self.growth))
+        return found
+
+    def note(self, facts, keras2: bool) -> str | None:
+        if self.kind == "fixed" and not keras2:
+            assert self.initial is not None
+            return KERAS3_NO_FIXED.format(n=code(facts, self.initial))
+        return None
+
+
+def loss_scale_of(facts, expr: cst.BaseExpression | None, depth: int = 0) -> LossScale | None:
+    """What a `loss_scale=` value means, or None when it cannot be mapped."""
+    if expr is None or depth > 8:
+        return None
+    if string_value(expr) == "dynamic":
+        return LossScale("dynamic")
+    value = facts.values.resolve(expr)
+    if value is not None and isinstance(value.value, (int, float)) and not isinstance(value.value, bool):
+        return LossScale("fixed", initial=expr)
+    if isinstance(expr, cst.Call):
+        kind = LOSS_SCALES.get(facts.qualified(expr.func) or "")
+        if kind == "FixedLossScale":
+            initial = arg_value(expr, 0, "loss_scale_value")
+            return LossScale("fixed", initial=initial, constructions=[expr]) if initial is not None else None
+        if kind == "DynamicLossScale":
+            initial = arg_value(expr, 0, "initial_loss_scale")
+            growth = arg_value(expr, 1, "increment_period")
+            multiplier = arg_value(expr, 2, "multiplier")
+            if multiplier is not None:
+                resolved = facts.values.resolve(multiplier)
+                if resolved is None or resolved.value != 2:
+                    return None  # current LossScaleOptimizers always double / halve
+            if any(a.keyword is None and a.star for a in expr.args):
+                return None
+            return LossScale("custom" if initial is not None or growth is not None else "dynamic", initial, growth, [expr])
+        return None
+    if isinstance(expr, cst.Name):
+        bound = facts.bindings.values_visible(expr, facts.index)
+        if len(bound) == 1:
+            return loss_scale_of(facts, bound[0], depth + 1)
+    return None
+
+
+def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(
+        value=value, keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+
+
+def _with_keywords(call: cst.Call, keywords: list[tuple[str, cst.BaseExpression]]) -> cst.Call:
+    """The call with keyword arguments added, in the call's own layout."""
+    for name, value in keywords:
+        call = with_keyword(call, name, value)
+    return call
+
+
+def _replace_arg(call: cst.Call, arg: cst.Arg, keywords: list[tuple[str, cst.BaseExpression]]) -> cst.Call:
+    """The call with `arg` replaced by keyword arguments, in the call's own layout."""
+    if not keywords:
+        return without_arg(call, arg)
+    args = list(call.args)
+    i = next(n for n, a in enumerate(args) if a is arg)
+    before = args[i - 1].comma if i > 0 else None
+    separator = before if isinstance(before, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    new = [_keyword_arg(name, value).with_changes(comma=separator) for name, value in keywords]
+    new[-1] = new[-1].with_changes(comma=arg.comma)
+    args[i:i + 1] = new
+    return call.with_changes(args=args)
+
+
+# -- names ----------------------------------------------------------------------------------
+
+def without_experimental(facts, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`tf.keras.mixed_precision.experimental.set_policy` -> `tf.keras.mixed_precision.set_global_policy`."""
+    if not isinstance(expr, cst.Attribute):
+        return expr
+    value = expr.value
+    attr = expr.attr
+    if facts.qualified(value) == EXPERIMENTAL and isinstance(value, cst.Attribute) and value.attr.value == "experimental":
+        return expr.with_changes(value=value.value, attr=attr.with_changes(value=RENAMED.get(attr.value, attr.value)))
+    return expr.with_changes(value=without_experimental(facts, value))
+
+
+def _uses_experimental_chain(facts, expr: cst.BaseExpression) -> bool:
+    node = expr
+    while isinstance(node, cst.Attribute):
+        if node.attr.value == "experimental" and facts.qualified(node) == EXPERIMENTAL:
+            return True
+        node = node.value
+    return False
+
+
+class ExperimentalMixedPrecisionApi(Rule):
+    """## What it does
+    Finds the TF 2.1–2.3 experimental Keras mixed-precision API: imports of
+    `tf.keras.mixed_precision.experimental` (also `from ... import experimental as
+    mixed_precision`), attribute chains through it, `set_policy`,
+    `Policy(name, loss_scale=...)`, `LossScaleOptimizer(opt, loss_scale=...)`,
+    `tf.mixed_precision.experimental.{LossScale,DynamicLossScale,FixedLossScale}` and
+    reads of `policy.loss_scale`.
+
+    ## Why is this bad?
+    TensorFlow 2.4 made the API stable and 2.21 removed the experimental one: the import
+    raises ImportError, `tf.keras.mixed_precision.experimental` AttributeError, and
+    `Policy(..., loss_scale=...)` TypeError. Old tutorials and repositories are full of
+    it.
+
+    ## Example
+    ```python
+    from tensorflow.keras.mixed_precision import experimental as mixed_precision
+
+    policy = mixed_precision.Policy("mixed_float16", loss_scale="dynamic")
+    mixed_precision.set_policy(policy)
+    optimizer = mixed_precision.LossScaleOptimizer(optimizer, loss_scale=1024)
+    ```
+
+    ## Use instead
+    ```python
+    from tensorflow.keras import mixed_precision
+
+    policy = mixed_precision.Policy("mixed_float16")
+    mixed_precision.set_global_policy(policy)
+    optimizer = mixed_precision.LossScaleOptimizer(optimizer, dynamic=False, initial_scale=1024)  # Keras 2
+    optimizer = mixed_precision.LossScaleOptimizer(optimizer, initial_scale=1024)  # Keras 3
+    ```
+
+    ## Fix safety
+    Renames and import rewrites are safe; so is mapping a dynamic loss scale
+    (`"dynamic"`, `DynamicLossScale(initial_loss_scale=..., increment_period=...)` ->
+    `initial_scale=`, `dynamic_growth_steps=`) and, for Keras 2, a fixed one
+    (`dynamic=False, initial_scale=N`). Unsafe: a fixed scale under Keras 3, which has
+    none (the fix keeps a dynamic scale starting at N and says so), and a policy's
+    fixed loss scale, which only ever applied to `Model.fit`: it is carried to the
+    optimizer passed to `compile` (wrapped in a `LossScaleOptimizer`), and reads of that
+    policy's `loss_scale` become the number. Other `policy.loss_scale` reads become the
+    loss scale of the one `LossScaleOptimizer` (or compiled model) in reach (Keras 2
+    `opt.loss_scale`, Keras 3 `opt.scale_loss(1.0)`), else are reported without a fix.
+    """
+
+    code = "MP401"
+    name = "experimental-mixed-precision-api"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+
+    def check(self) -> None:
+        self.keras2 = self.facts.target.is_keras2
+        self._handled_reads: set[int] = set()
+        self._handled_calls: set[int] = set()
+        self._check_imports()
+        self._check_calls()
+        self._check_chains()
+        self._check_loss_scale_objects()
+        self._check_loss_scale_reads()
+
+    # -- imports -----------------------------------------------------------------------
+    def _check_imports(self) -> None:
+        facts = self.facts
+        for node in facts.index.nodes(cst.ImportFrom):
+            if node.module is None or node.relative or isinstance(node.names, cst.ImportStar):
+                continue
+            module = code(facts, node.module)
+            if canonical(module) == EXPERIMENTAL:
+                self._from_experimental(node, module)
+                continue
+            for alias in node.names:
+                if canonical(f"{module}.{code(facts, alias.name)}") == EXPERIMENTAL:
+                    self._import_experimental_module(node, alias, module)
+        for node in facts.index.nodes(cst.Import):
+            for alias in node.names:
+                module = code(facts, alias.name)
+                if canonical(module) != EXPERIMENTAL:
+                    continue
+                fix = None
+                parent, _, last = module.rpartition(".")[0].rpartition(".")
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name) and len(node.names) == 1 and parent:
+                    # `import tensorflow.keras.mixed_precision.experimental as mp`
+                    text = f"from {parent} import {last} as {alias.asname.name.value}"
+                    fix = self.fix(f"Import `{parent}.{last}`", [ReplaceText(node, text)])
+                self.report(node, f"`{module}` was removed (TF 2.21: ImportError); use `{module.rpartition('.')[0]}`", fix=fix)
+
+    def _import_experimental_module(self, node: cst.ImportFrom, alias: cst.ImportAlias, module: str) -> None:
+        """`from tensorflow.keras.mixed_precision import experimental as mixed_precision`."""
+        local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else "experimental"
+        parent, _, last = module.rpartition(".")
+        fix = None
+        if parent and len(node.names) == 1:
+            text = f"from {parent} import {last}" + ("" if local == last else f" as {local}")
+            fix = self.fix(f"Import `{module}`", [ReplaceText(node, text)])
+        self.report(
+            node,
+            f"`{module}.experimental` was removed (TF 2.21: ImportError); import `{module}` itself",
+            fix=fix,
+        )
+
+    def _from_experimental(self, node: cst.ImportFrom, module: str) -> None:
+        """`from tensorflow.keras.mixed_precision.experimental import Policy, set_policy`."""
+        facts = self.facts
+        parent = module.rpartition(".")[0]
+        names = []
+        renames: list[Change] = []
+        for alias in node.names:  # type: ignore[union-attr]
+            name = code(facts, alias.name)
+            new = RENAMED.get(name, name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                names.append(f"{new} as {alias.asname.name.value}")
+            else:
+                names.append(new)
+                if new != name:
+                    renames += [
+                        ReplaceText(n, new) for n in facts.index.nodes(cst.Name)
+                        if n.value == name and n is not alias.name and facts.qualified(n) == f"{EXPERIMENTAL}.{name}"
+                    ]
+        text = f"from {parent} import {', '.join(names)}"
+        self.report(
+            node,
+            f"`{module}` was removed (TF 2.21: ImportError); import from `{parent}`"
+            + (" (`set_policy` is `set_global_policy`)" if renames else ""),
+            fix=self.fix(f"Import from `{parent}`", [ReplaceText(node, text), *renames]),
+        )
+
+    # -- calls: Policy / LossScaleOptimizer / set_policy -------------------------------------
+    def _check_calls(self) -> None:
+        facts = self.facts
+        for call in facts.index.nodes(cst.Call):
+            qualified = facts.qualified(call.func)
+            if qualified is None:
+                continue
+            if qualified in POLICY_CONSTRUCTORS:
+                self._policy_call(call)
+            elif qualified in LSO_EXPERIMENTAL or qualified in LSO_CURRENT:
+                self._lso_call(call, qualified in LSO_EXPERIMENTAL)
+
+    def _new_func(self, call: cst.Call) -> cst.BaseExpression:
+        return without_experimental(self.facts, call.func)
+
+    def _policy_call(self, call: cst.Call) -> None:
+        facts = self.facts
+        arg = get_arg(call, 1, "loss_scale")
+        if arg is None:
+            return  # a chain through `experimental` is reported by _check_chains
+        self._handled_calls.add(id(call))
+        new_call = without_arg(call, arg).with_changes(func=self._new_func(call))
+        scale = loss_scale_of(facts, arg.value)
+        message = "`Policy(..., loss_scale=...)` was removed in TF 2.4 (TF 2.21: TypeError)"
+        if scale is None:
+            self.report(call, message + "; this loss scale cannot be mapped, set it on a LossScaleOptimizer")
+            return
+        if scale.kind == "dynamic" and scale.initial is None and scale.growth is None:
+            self.report(call, message + ": dynamic loss scaling is the default",
+                        fix=self.fix("Drop the dynamic `loss_scale`", [Replace(call, new_call)]))
+            return
+        # A fixed or customised scale: it only ever applied to Model.fit.
+        changes: list[Change] = [Replace(call, new_call)]
+        notes = []
+        compiles = self._compile_optimizers() if self._is_global(call) else []
+        if compiles is None:
+            self.report(call, message + "; the policy's loss scale applied to Model.fit: set it on the optimizer "
+                                        "passed to compile (cannot be done here)")
+            return
+        for optimizer in compiles:
+            wrapped = self._wrap_for_compile(optimizer, scale)
+            if wrapped is None:
+                self.report(call, message + "; the policy's loss scale applied to Model.fit: wrap the optimizer "
+                                            "passed to compile in a LossScaleOptimizer")
+                return
+            changes.append(wrapped)
+        note = scale.note(facts, self.keras2)
+        if note and compiles:
+            notes.append(note)
+        if scale.kind == "fixed":
+            changes += self._fixed_reads(call, scale)
+        where = "carried to the optimizer passed to compile" if compiles else "dropped (it only applied to Model.fit)"
+        self.report(
+            call,
+            f"{message}; its loss scale is {where}" + "".join(f"; {n}" for n in notes),
+            fix=self.fix("Move the loss scale off the policy", changes, unsafe=True),
+        )
+
+    def _is_global(self, call: cst.Call) -> bool:
+        """Whether this Policy(...) becomes the global policy."""
+        facts = self.facts
+        parent = facts.index.parent_of(call)
+        for setting in facts.policy.global_settings:
+            argument = setting.argument
+            if argument is call:
+                return True
+            if isinstance(argument, cst.Name):
+                if any(v is call for v in facts.bindings.values_visible(argument, facts.index)):
+                    return True
+        owner = facts.index.parent_of(parent) if isinstance(parent, cst.Arg) else None
+        return isinstance(owner, cst.Call) and facts.qualified(owner.func) in SET_GLOBAL_POLICY
+
+    def _compile_optimizers(self) -> list[cst.BaseExpression] | None:
+        """The optimizer arguments of every `compile(...)` call; None if one has none."""
+        found = []
+        for call in self.facts.index.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile":
+                optimizer = arg_value(call, 0, "optimizer")
+                if optimizer is None:
+                    return None
+                found.append(optimizer)
+        return found
+
+    def _wrap_for_compile(self, optimizer: cst.BaseExpression, scale: LossScale) -> Change | None:
+        facts = self.facts
+        loops = facts.analysis(TrainingLoops)
+        if isinstance(optimizer, (cst.Name, cst.Attribute)):
+            info = loops.optimizer(optimizer)
+            if info.wrapper is not None:
+                return None  # already a LossScaleOptimizer: compile does not wrap it again
+        spelling = mixed_precision_module(facts)
+        if spelling is None or spelling[1]:
+            return None
+        module = spelling[0]
+        inner: cst.BaseExpression = optimizer
+        if string_value(optimizer) is not None:
+            if not module.endswith(".mixed_precision"):
+                return None  # `mixed_precision` imported alone: no spelling of keras.optimizers at hand
+            keras_module = module.rsplit(".", 1)[0]
+            inner = cst.parse_expression(f"{keras_module}.optimizers.get({code(facts, optimizer)})")
+        wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=inner)])
+        return Replace(optimizer, _with_keywords(wrapped, scale.keywords(self.keras2)))
+
+    def _fixed_reads(self, call: cst.Call, scale: LossScale) -> list[Change]:
+        """`policy.loss_scale` of a policy built with this fixed scale -> the number."""
+        facts = self.facts
+        changes: list[Change] = []
+        for read in self._loss_scale_reads():
+            policy = read.value
+            if isinstance(policy, cst.Name):
+                bound = facts.bindings.values_visible(policy, facts.index)
+                if bound and all(b is call for b in bound):
+                    assert scale.initial is not None
+                    changes.append(ReplaceText(read, code(facts, scale.initial)))
+                    self._handled_reads.add(id(read))
+        return changes
+
+    def _lso_call(self, call: cst.Call, experimental: bool) -> None:
+        facts = self.facts
+        arg = get_arg(call, 1, "loss_scale") if experimental else get_arg(call, None, "loss_scale")
+        if arg is None:
+            return  # the chain itself is reported by _check_chains
+        self._handled_calls.add(id(call))
+        message = "`LossScaleOptimizer(opt, loss_scale=...)` is the TF 2.1-2.3 API (TF 2.21: TypeError)"
+        scale = loss_scale_of(facts, arg.value)
+        if scale is None:
+            self.report(call, message + "; this loss scale cannot be mapped")
+            return
+        new_call = _replace_arg(call, arg, scale.keywords(self.keras2)).with_changes(func=self._new_func(call))
+        note = scale.note(facts, self.keras2)
+        mapped = {"dynamic": "dynamic loss scaling is the default", "custom": "mapped to `initial_scale`/`dynamic_growth_steps`",
+                  "fixed": "mapped to `dynamic=False, initial_scale`" if self.keras2 else "mapped to `initial_scale`"}[scale.kind]
+        self.report(
+            call,
+            f"{message}; {mapped}" + (f"; {note}" if note else ""),
+            fix=self.fix("Use the current LossScaleOptimizer arguments", [Replace(call, new_call)], unsafe=note is not None),
+        )
+
+    # -- attribute chains --------------------------------------------------------------------
+    def _check_chains(self) -> None:
+        facts = self.facts
+        for node in facts.index.nodes(cst.Attribute):
+            if facts.index.enclosing(node, cst.Import, cst.ImportFrom) is not None:
+                continue  # imports are rewritten as a whole
+            if node.attr.value == "experimental" and facts.qualified(node) == EXPERIMENTAL:
+                parent = facts.index.parent_of(node)
+                if isinstance(parent, cst.Attribute) and parent.value is node:
+                    call = facts.index.parent_of(parent)
+                    if isinstance(call, cst.Call) and call.func is parent and id(call) in self._handled_calls:
+                        continue
+                    target = parent
+                    new = without_experimental(facts, parent)
+                else:
+                    target, new = node, node.value
+                self.report(
+                    target,
+                    f"`{code(facts, target)}` was removed (TF 2.21: AttributeError); use `{code(facts, new)}`",
+                    fix=self.fix(f"Use `{code(facts, new)}`", [Replace(target, new)]),
+                )
+            elif node.attr.value in RENAMED and facts.qualified(node) in SET_POLICY_OLD and not _uses_experimental_chain(facts, node):
+                new_name = RENAMED[node.attr.value]
+                self.report(
+                    node,
+                    f"`{node.attr.value}` is `{new_name}` since TF 2.4 (TF 2.21: AttributeError)",
+                    fix=self.fix(f"Use `{new_name}`", [ReplaceText(node.attr, new_name)]),
+                )
+
+    # -- tf.mixed_precision.experimental loss-scale objects ------------------------------------
+    def _check_loss_scale_objects(self) -> None:
+        facts = self.facts
+        for node in facts.index.nodes(cst.Attribute):
+            qualified = facts.qualified(node)
+            if qualified not in LOSS_SCALES_GONE:
+                continue
+            parent = facts.index.parent_of(node)
+            call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+            if call is not None:
+                holder = facts.index.parent_of(call)
+                if isinstance(holder, cst.Arg):
+                    owner = facts.index.parent_of(holder)
+                    if isinstance(owner, cst.Call) and id(owner) in self._handled_calls:
+                        continue  # mapped with the Policy / LossScaleOptimizer it is passed to
+            message = f"`{code(facts, node)}` was removed (TF 2.21: AttributeError)"
+            fix = None
+            statement = facts.index.statement_of(node)
+            assign = facts.index.enclosing(node, cst.Assign)
+            if call is not None and assign is not None and assign.value is call and len(assign.targets) == 1 \
+                    and isinstance(assign.targets[0].target, cst.Name) and isinstance(statement, cst.SimpleStatementLine) \
+                    and len(statement.body) == 1:
+                name = assign.targets[0].target.value
+                uses = [n for n in facts.index.nodes(cst.Name) if n.value == name and n is not assign.targets[0].target]
+                if uses:
+                    message += "; its arguments are mapped where it is passed to a LossScaleOptimizer"
+                else:
+                    message += "; unused now"
+                    fix = self.fix("Remove the unused loss-scale object", [RemoveStatement(statement)])
+            else:
+                message += "; LossScaleOptimizer takes `initial_scale` / `dynamic_growth_steps` instead"
+            self.report(node, message, fix=fix)
+
+    # -- policy.loss_scale reads -----------------------------------------------------------------
+    def _loss_scale_reads(self) -> list[cst.Attribute]:
+        facts = self.facts
+        found = []
+        for node in facts.index.nodes(cst.Attribute):
+            if node.attr.value != "loss_scale":
+                continue
+            value = node.value
+            if isinstance(value, cst.Call) and facts.qualified(value.func) in GLOBAL_POLICY:
+                found.append(node)
+            elif isinstance(value, cst.Name):
+                bound = facts.bindings.values_visible(value, facts.index)
+                if bound and all(isinstance(b, cst.Call) and facts.qualified(b.func) in POLICY_CONSTRUCTORS for b in bound):
+                    found.append(node)
+        return found
+
+    def _check_loss_scale_reads(self) -> None:
+        for read in self._loss_scale_reads():
+            if id(read) in self._handled_reads:
+                continue
+            message = "policies have no `loss_scale` since TF 2.4 (TF 2.21: AttributeError)"
+            holder = self._loss_scale_holder(read) if self._reads_global_policy(read) else None
+            if holder is None:
+                self.report(read, message + "; read it from the LossScaleOptimizer")
+                continue
+            text = f"{holder}.loss_scale" if self.keras2 else f"{holder}.scale_loss(1.0)"
+            self.report(
+                read,
+                f"{message}; the loss scale in use is `{text}`",
+                fix=self.fix(f"Read `{text}`", [ReplaceText(read, text)], unsafe=True),
+            )
+
+    def _reads_global_policy(self, read: cst.Attribute) -> bool:
+        facts = self.facts
+        value = read.value
+        if isinstance(value, cst.Call):
+            return True
+        assert isinstance(value, cst.Name)
+        bound = facts.bindings.values_visible(value, facts.index)
+        for policy in bound:
+            assert isinstance(policy, cst.Call)
+            scale = arg_value(policy, 1, "loss_scale")
+            if scale is not None and (loss_scale_of(facts, scale) or LossScale("fixed")).kind != "dynamic":
+                return False
+            if not self._is_global(policy):
+                return False
+        return True
+
+    def _loss_scale_holder(self, read: cst.Attribute) -> str | None:
+        """The one LossScaleOptimizer (or compiled model's optimizer) in reach of a read."""
+        facts = self.facts
+        loops = facts.analysis(TrainingLoops)
+        module = facts.index.module
+        at_module_level = loops.scope_of(read) is module
+        candidates: set[str] = set()
+        for binding, info in loops.optimizer_bindings():
+            if info.generation not in ("current", "experimental") or loops.scope_of(binding.statement) is not module:
+                continue
+            if at_module_level and not facts.index.before(binding.statement, read):
+                continue
+            targets = binding.statement.targets if isinstance(binding.statement, cst.Assign) else []
+            for target in targets:
+                if isinstance(target.target, cst.Name):
+                    candidates.add(target.target.value)
+        if facts.policy.float16:
+            for call in facts.index.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "compile" and isinstance(func.value, cst.Name) \
+                        and loops.scope_of(call) is module and (not at_module_level or facts.index.before(call, read)):
+                    candidates.add(f"{func.value.value}.optimizer")
+        return candidates.pop() if len(candidates) == 1 else None
+
+
+class GraphRewriteApi(Rule):
+    """## What it does
+    Finds `enable_mixed_precision_graph_rewrite` under every spelling
+    (`tf.train.experimental`, `tf.compat.v1.train.experimental`,
+    `tf.compat.v1.mixed_precision`, TF 1.x `tf.mixed_precision`) and
+    `TF_ENABLE_AUTO_MIXED_PRECISION` set in code.
+
+    ## Why is this bad?
+    TensorFlow 2.21 has no `tf.train.experimental.enable_mixed_precision_graph_rewrite`
+    (AttributeError); the `tf.compat.v1` one remains but rejects Keras optimizers
+    (ValueError) and cannot be combined with a Keras mixed policy. The Keras
+    mixed-precision API replaces both: a `mixed_float16` global policy set before the
+    model is built, and a `LossScaleOptimizer`.
+
+    ## Example
+    ```python
+    model = tf.keras.Sequential([...])
+    opt = tf.keras.optimizers.SGD()
+    opt = tf.train.experimental.enable_mixed_precision_graph_rewrite(opt)
+    ```
+
+    ## Use instead
+    ```python
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    model = tf.keras.Sequential([...])
+    opt = tf.keras.optimizers.SGD()
+    opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
+    ```
+
+    ## Fix safety
+    Unsafe: layers then compute in float16 under the Keras policy rather than under the
+    graph rewrite's op lists, so outputs must be float32 (MP101 then fixes them) and
+    custom loops must scale the loss (MP201/MP202 then fix them). The policy is set
+    after the imports that precede the first model or layer of the module; the rewrite
+    call becomes a `LossScaleOptimizer` (`loss_scale=N` mapped as for MP401). TF 1.x
+    optimizers (`tf.compat.v1.train.*Optimizer`) are reported without a fix.
+    """
+
+    code = "MP403"
+    name = "graph-rewrite-api"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+
+    def check(self) -> None:
+        facts = self.facts
+        for call in facts.calls_to(GRAPH_REWRITE):
+            self._rewrite_call(call)
+        self._environment()
+
+    def _rewrite_call(self, call: cst.Call) -> None:
+        facts = self.facts
+        loops = facts.analysis(TrainingLoops)
+        keras2 = facts.target.is_keras2
+        qualified = facts.qualified(call.func) or ""
+        if qualified.startswith("tensorflow.compat.v1."):
+            message = (f"`{qualified.replace('tensorflow.', 'tf.', 1)}` rejects Keras optimizers (ValueError) and cannot "
+                       "be combined with a Keras mixed policy")
+        else:
+            message = f"`{qualified.replace('tensorflow.', 'tf.', 1)}` was removed (TF 2.21: AttributeError)"
+        optimizer = arg_value(call, 0, "opt")
+        scale = loss_scale_of(facts, arg_value(call, 1, "loss_scale")) if get_arg(call, 1, "loss_scale") else LossScale("dynamic")
+        info = loops.evaluate(optimizer) if optimizer is not None else None
+        if optimizer is None or scale is None or (info is not None and info.kind == "v1"):
+            why = "a TF 1.x optimizer" if info is not None and info.kind == "v1" else "these arguments"
+            self.report(call, f"{message}; use the Keras mixed-precision API (no automatic fix for {why})")
+            return
+        hint = optimizer if isinstance(optimizer, cst.Call) else call
+        policy = set_mixed_float16(facts, hint)
+        spelling = mixed_precision_module(facts, hint)
+        if policy is None or spelling is None:
+            self.report(call, f"{message}; use the Keras mixed-precision API")
+            return
+        module, extra = spelling
+        parent = facts.index.parent_of(call)
+        changes: list[Change] = list(policy)
+        if isinstance(parent, cst.Expr):
+            statement = facts.index.statement_of(call)
+            if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+                self.report(call, f"{message}; use the Keras mixed-precision API")
+                return
+            changes.append(RemoveStatement(statement))  # the returned optimizer was not used
+        else:
+            wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=optimizer)])
+            changes.append(Replace(call, _with_keywords(wrapped, scale.keywords(keras2))))
+            if extra and not policy:  # (a policy insertion brings the import along)
+                changes += extra
+        note = scale.note(facts, keras2)
+        self.report(
+            call,
+            f"{message}; set the mixed_float16 policy before the model is built and wrap the optimizer in a "
+            "LossScaleOptimizer" + (f"; {note}" if note else ""),
+            fix=self.fix("Use the Keras mixed-precision API", changes, unsafe=True),
+        )
+
+    def _environment(self) -> None:
+        facts = self.facts
+        for node in facts.index.nodes(cst.Assign):
+            for target in node.targets:
+                subscript = target.target
+                if isinstance(subscript, cst.Subscript) and facts.qualified(subscript.value) == "os.environ" \
+                        and len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index) \
+                        and string_value(subscript.slice[0].slice.value) == AUTO_MIXED_PRECISION_ENV:
+                    self._env_setting(node, node.value)
+        for call in facts.calls_to("os.environ.setdefault", "os.putenv"):
+            if string_value(arg_value(call, 0)) == AUTO_MIXED_PRECISION_ENV:
+                self._env_setting(call, arg_value(call, 1))
+
+    def _env_setting(self, node: cst.CSTNode, value: cst.BaseExpression | None) -> None:
+        facts = self.facts
+        text = string_value(value) if value is not None else None
+        if text is not None and text.strip().lower() in ("0", "false", ""):
+            return
+        message = (f"`{AUTO_MIXED_PRECISION_ENV}` is the graph-rewrite switch: use the Keras mixed-precision API "
+                   "(a mixed_float16 policy; compile and MP201 take care of loss scaling)")
+        statement = facts.index.statement_of(node)
+        fix = None
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            changes = self._policy_instead_of(statement)
+            if changes is not None:
+                fix = self.fix("Set the mixed_float16 policy instead", changes, unsafe=True)
+        self.report(node, message, fix=fix)
+
+    def _policy_instead_of(self, statement: cst.SimpleStatementLine) -> list[Change] | None:
+        """Replace the statement that sets the environment variable by the policy, where
+        the names the policy needs are imported; else remove it and set the policy after
+        the imports."""
+        facts = self.facts
+        if sets_mixed_float16(facts):
+            return [RemoveStatement(statement)]
+        placed = mixed_float16_policy(facts)
+        if placed is None:
+            return None
+        text, anchor = placed
+        top_level = facts.index.parent_of(statement) is facts.index.module
+        if facts.index.before(anchor, statement) and (top_level or "\n" not in text):
+            return [ReplaceText(statement.body[0], text)]
+        if not top_level:
+            return None
+        return [RemoveStatement(statement), InsertAfter(anchor, text)]
+
+
+class LossScaleApiMismatch(Rule):
+    """## What it does
+    Finds the other Keras generation's `LossScaleOptimizer` API for the file's target:
+    Keras 2 `get_scaled_loss` / `get_unscaled_gradients` and `dynamic=False` under Keras
+    3, Keras 3 `scale_loss` under Keras 2.
+
+    ## Why is this bad?
+    A Keras 3 `LossScaleOptimizer` has no `get_scaled_loss` / `get_unscaled_gradients`
+    (AttributeError) and refuses `dynamic=False` (ValueError); a Keras 2 one has no
+    `scale_loss` (AttributeError). Code written for one breaks on the other, typically
+    after upgrading to TensorFlow 2.16+.
+
+    ## Example
+    ```python
+    # Keras 3
+    with tf.GradientTape() as tape:
+        scaled_loss = optimizer.get_scaled_loss(loss)
+    grads = optimizer.get_unscaled_gradients(tape.gradient(scaled_loss, variables))
+    ```
+
+    ## Use instead
+    ```python
+    # Keras 3: apply()/apply_gradients() unscale by themselves
+    with tf.GradientTape() as tape:
+        scaled_loss = optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled_loss, variables)
+    ```
+
+    ## Fix safety
+    Safe: `get_scaled_loss` becomes `scale_loss`, `get_unscaled_gradients(g)` becomes
+    `g` (Keras 3 unscales in `apply`); under Keras 2, `scale_loss` becomes
+    `get_scaled_loss` and the gradients of that loss are unscaled where they are
+    computed (no fix when that loop is not found). Dropping `dynamic=False` under Keras
+    3 is unsafe: the scale becomes dynamic.
+    """
+
+    code = "MP404"
+    name = "loss-scale-api-mismatch"
+    severity = Severity.ERROR
+    fix_availability = FixAvailability.SOMETIMES
+
+    def check(self) -> None:
+        facts = self.facts
+        loops = facts.analysis(TrainingLoops)
+        if facts.target.is_keras3:
+            for call in loops.method_calls("get_scaled_loss", "get_unscaled_gradients"):
+                self._keras2_method(loops, call)
+            for call in facts.calls_to(LSO_CURRENT):
+                self._dynamic_false(call)
+        else:
+            for call in loops.method_calls("scale_loss"):
+                self._keras3_method(loops, call)
+
+    def _receiver_is_optimizer(self, loops: TrainingLoops, call: cst.Call, method: str) -> bool:
+        """`get_scaled_loss` / `get_unscaled_gradients` are LossScaleOptimizer methods, unless
+        the module defines its own; they count on a known optimizer in any case."""
+        receiver = call.func.value  # type: ignore[union-attr]
+        return loops.optimizer(receiver, call).origin != "unknown" or not loops.defines(method)
+
+    def _guarded(self, call: cst.Call, method: str) -> bool:
+        """Under `if hasattr(opt, "method"):` (or `... if hasattr(...) else ...`): code
+        that runs on both generations."""
+        facts = self.facts
+        for ancestor in facts.index.ancestors(call):
+            test = ancestor.test if isinstance(ancestor, (cst.If, cst.IfExp)) else None
+            if test is None:
+                continue
+            for node in [test, *facts.index.descendants(test)]:
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "hasattr" \
+                        and string_value(arg_value(node, 1)) == method:
+                    return True
+        return False
+
+    def _keras2_method(self, loops: TrainingLoops, call: cst.Call) -> None:
+        facts = self.facts
+        method = call.func.attr.value  # type: ignore[union-attr]
+        if not self._receiver_is_optimizer(loops, call, method) or len(positional(call)) != 1 or self._guarded(call, method):
+            return
+        if method == "get_scaled_loss":
+            self.report(
+                call,
+                "Keras 3 LossScaleOptimizers have no `get_scaled_loss` (AttributeError): use `scale_loss`",
+                fix=self.fix("Use `scale_loss`", [ReplaceText(call.func.attr, "scale_loss")]),  # type: ignore[union-attr]
+            )
+        else:
+            argument = positional(call)[0].value
+            change: Change = Replace(call, argument)
+            parent = facts.index.parent_of(call)
+            statement = facts.index.statement_of(call)
+            if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(argument, cst.Name) \
+                    and isinstance(parent.targets[0].target, cst.Name) and parent.targets[0].target.value == argument.value \
+                    and isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+                change = RemoveStatement(statement)  # `grads = opt.get_unscaled_gradients(grads)`
+            self.report(
+                call,
+                "Keras 3 LossScaleOptimizers have no `get_unscaled_gradients` (AttributeError): "
+                "`apply`/`apply_gradients` unscale the gradients themselves",
+                fix=self.fix("Drop `get_unscaled_gradients`", [change]),
+            )
+
+    def _dynamic_false(self, call: cst.Call) -> None:
+        facts = self.facts
+        arg = get_arg(call, 1, "dynamic")
+        if arg is None:
+            return
+        value = facts.values.resolve(arg.value)
+        if value is None or value.value is not False:
+            return
+        initial = arg_value(call, 2, "initial_scale")
+        n = code(facts, initial) if initial is not None else "32768"
+        self.report(
+            call,
+            "Keras 3 LossScaleOptimizers refuse `dynamic=False` (ValueError): " + KERAS3_NO_FIXED.format(n=n),
+            fix=self.fix("Drop `dynamic=False`", [Replace(call, without_arg(call, arg))], unsafe=True)
+            if arg.keyword is not None else None,
+        )
+
+    def _keras3_method(self, loops: TrainingLoops, call: cst.Call) -> None:
+        facts = self.facts
+        receiver = call.func.value  # type: ignore[union-attr]
+        if self._guarded(call, "scale_loss"):
+            return
+        info = loops.optimizer(receiver, call)
+        step = loops.step_scaled_by(call)
+        applied_by_it = step is not None and step.receiver is not None and code(facts, step.receiver) == code(facts, receiver)
+        if info.origin == "unknown" and not applied_by_it:
+            return  # `scale_loss` of something that may not be an optimizer at all
+        message = "Keras 2 LossScaleOptimizers have no `scale_loss` (AttributeError): use `get_scaled_loss` and unscale the gradients with `get_unscaled_gradients`"
+        fix = None
+        if step is not None and step.kind == "tape":
+            changes: list[Change] = [ReplaceText(call.func.attr, "get_scaled_loss")]  # type: ignore[union-attr]
+            if step.unscale is None and not step.manual_unscale:
+                changes += unscale_gradients(facts, step, code(facts, receiver))
+            fix = self.fix("Use `get_scaled_loss` and `get_unscaled_gradients`", changes)
+        self.report(call, message, fix=fix)

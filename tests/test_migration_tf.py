@@ -1,0 +1,175 @@
+"""The MP4xx fixtures on TensorFlow 2.21: each original fails the way it fails today, and
+its fixed text imports, builds its model and runs a training step without error (Keras 3,
+or tf-keras for keras2-targeted fixtures), with the loss scaling the migration promises.
+
+Every fixture here trains at import (fit or a custom step on random data).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixture_cases import cases
+from tests.tf_harness import run_tf
+
+pytestmark = pytest.mark.tensorflow
+
+# fixture id -> (exception the original raises today or None, checks on the fixed run).
+# A check is a Python expression over the fixture's namespace (plus `LSO`, the Keras
+# LossScaleOptimizer class, and `scale(opt)`, its current loss scale).
+MIGRATIONS = {
+    "MP401/guide_tf21": ("ImportError", [
+        "isinstance(optimizer, LSO) and isinstance(model.optimizer, LSO)",
+        "model.get_layer('dense_1').compute_dtype == 'float16'",
+        "float(loss_scale) == 32768.0",  # `policy.loss_scale` read from the compiled model
+        "float(loss) == float(loss)",
+    ]),
+    "MP401/guide_tf21_keras3": ("ImportError", [
+        "isinstance(optimizer, LSO) and isinstance(model.optimizer, LSO)",
+        "model.get_layer('dense_1').compute_dtype == 'float16'",
+        "float(loss_scale) == 32768.0",
+        "float(loss) == float(loss)",
+    ]),
+    "MP401/attribute_chains": ("AttributeError", [
+        "isinstance(opt, LSO) and scale(opt) == 4096.0 and opt.dynamic_growth_steps == 500",
+    ]),
+    "MP401/imported_names_fixed_scale": ("ImportError", [
+        "isinstance(opt, LSO) and opt.dynamic is False and scale(opt) == 128.0",
+        "int(opt.iterations) == 1",
+    ]),
+    "MP401/fixed_scale_keras3": ("ImportError", [
+        "isinstance(optimizer, LSO) and scale(optimizer) == 512.0",
+        "int(optimizer.iterations) == 1",
+    ]),
+    "MP401/loss_scale_object": ("AttributeError", [
+        "isinstance(optimizer, LSO) and optimizer.dynamic is False and scale(optimizer) == 256.0",
+        "'loss_scale' not in globals_",
+    ]),
+    "MP401/policy_loss_scale_fit": ("ImportError", [
+        "isinstance(model.optimizer, LSO) and model.optimizer.dynamic is False and scale(model.optimizer) == 1024.0",
+    ]),
+    "MP403/api_page_tf115": ("AttributeError", [
+        "isinstance(opt, LSO) and model.layers[0].compute_dtype == 'float16'",
+    ]),
+    "MP403/api_page_tf115_keras3": ("AttributeError", [
+        "isinstance(opt, LSO) and model.layers[0].compute_dtype == 'float16'",
+    ]),
+    "MP403/compat_v1_fixed_scale": ("ValueError", [
+        "isinstance(model.optimizer, LSO) and scale(model.optimizer) == 128.0",
+    ]),
+    "MP403/env_var": (None, [
+        "model.layers[0].compute_dtype == 'float16' and isinstance(model.optimizer, LSO)",
+    ]),
+    "MP404/keras2_api_under_keras3": ("AttributeError", ["int(optimizer.iterations) == 1"]),
+    "MP404/keras3_api_under_keras2": ("AttributeError", ["int(model.optimizer.iterations) == 1"]),
+    "MP404/dynamic_false_keras3": ("ValueError", ["isinstance(optimizer, LSO) and scale(optimizer) == 1024.0"]),
+    "combined/graph_rewrite_loop_to_keras3": ("AttributeError", [
+        "isinstance(optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
+        "int(optimizer.iterations) == 1",
+    ]),
+    "combined/env_var_loop_to_keras2": (None, [
+        "isinstance(optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
+        "int(optimizer.iterations) == 1",
+    ]),
+}
+# What the originals that do not fail get wrong (checked on the original run).
+ORIGINAL_CHECKS = {
+    "MP403/env_var": ["model.layers[0].compute_dtype == 'float32' and not isinstance(model.optimizer, LSO)"],
+    "combined/env_var_loop_to_keras2": ["model.layers[0].compute_dtype == 'float32' and not isinstance(optimizer, LSO)"],
+}
+
+PROBE = '''
+import os
+import tensorflow as tf
+
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras as keras
+    LSO = keras.mixed_precision.LossScaleOptimizer
+
+    def scale(opt):
+        return float(opt.loss_scale)
+else:
+    import keras
+    LSO = keras.optimizers.LossScaleOptimizer
+
+    def scale(opt):
+        return float(opt.scale_loss(1.0))
+
+
+def run(job):
+    keras.backend.clear_session()
+    keras.mixed_precision.set_global_policy("float32")
+    os.environ.pop("TF_ENABLE_AUTO_MIXED_PRECISION", None)
+    keras.utils.set_random_seed(0)
+    namespace = {"__name__": "fixture"}
+    try:
+        exec(compile(job["source"], job["id"], "exec"), namespace)
+    except Exception as exc:
+        kinds = [c.__name__ for c in type(exc).__mro__]
+        return {"id": job["id"], "error": kinds, "message": str(exc)[:300], "checks": []}
+    env = dict(namespace, LSO=LSO, scale=scale, globals_=namespace)
+    checks = []
+    for check in job["checks"]:
+        try:
+            checks.append([check, bool(eval(check, env))])
+        except Exception as exc:
+            checks.append([check, f"{type(exc).__name__}: {exc}"])
+    return {"id": job["id"], "error": None, "message": "", "checks": checks}
+
+
+emit([run(job) for job in JOBS])
+'''
+
+
+def _case(case_id: str):
+    code, name = case_id.split("/")
+    (case,) = [c for c in cases(code) if c.name == name]
+    return case
+
+
+def _keras(case_id: str) -> int:
+    return 2 if _case(case_id).options().get("target") == "keras2" else 3
+
+
+def _run(keras: int) -> dict[str, dict]:
+    jobs = []
+    for case_id, (_, checks) in MIGRATIONS.items():
+        if _keras(case_id) != keras:
+            continue
+        case = _case(case_id)
+        assert case.fixed_path.exists(), f"{case_id}: no fixed output"
+        jobs.append({"id": case_id + ":original", "source": case.source(), "checks": ORIGINAL_CHECKS.get(case_id, [])})
+        jobs.append({"id": case_id + ":fixed", "source": case.fixed_path.read_text(encoding="utf-8"), "checks": checks})
+    (results,) = run_tf(f"JOBS = {jobs!r}\n" + PROBE, keras=keras)
+    return {r["id"]: r for r in results}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict]:
+    return {**_run(3), **_run(2)}
+
+
+@pytest.mark.parametrize("case_id", sorted(MIGRATIONS))
+def test_original_fails_as_it_does_today(runs, case_id):
+    original = runs[case_id + ":original"]
+    expected, _ = MIGRATIONS[case_id]
+    if expected is None:
+        assert original["error"] is None, original["message"]
+    else:  # the exception or a subclass of it (ModuleNotFoundError is an ImportError)
+        assert original["error"] is not None and expected in original["error"], original["message"]
+    for check, result in original["checks"]:
+        assert result is True, f"original: {check}: {result}"
+
+
+@pytest.mark.parametrize("case_id", sorted(MIGRATIONS))
+def test_fixed_fixture_runs_a_training_step(runs, case_id):
+    fixed = runs[case_id + ":fixed"]
+    assert fixed["error"] is None, f"{fixed['error']}: {fixed['message']}"
+    assert len(fixed["checks"]) == len(MIGRATIONS[case_id][1])
+    for check, result in fixed["checks"]:
+        assert result is True, f"{check}: {result}"
+
+
+def test_every_migration_fixture_with_a_fix_is_run():
+    fixed = {c.id for code in ("MP401", "MP403", "MP404") for c in cases(code) if c.fixed_path.exists()}
+    assert fixed <= set(MIGRATIONS), sorted(fixed - set(MIGRATIONS))

@@ -1,0 +1,251 @@
+"""The Keras target of a file: each step of the decision order, project pins, installed
+versions, and `mplint check --verbose` showing it."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from mplint.facts import target as target_module
+from mplint.facts.module import ModuleFacts
+from mplint.facts.target import installed_target, project_pins, project_root
+from tests.conftest import write
+
+TF_ONLY = "import tensorflow as tf\nmodel = tf.keras.Sequential()\n"
+
+
+@pytest.fixture
+def installed(monkeypatch):
+    """Pretend these distributions are installed: installed({"tensorflow": "2.15.0"})."""
+
+    def pretend(versions: dict[str, str]) -> None:
+        monkeypatch.setattr(target_module, "installed_versions", lambda: dict(versions))
+        installed_target.cache_clear()
+
+    yield pretend
+    installed_target.cache_clear()
+
+
+@pytest.fixture
+def project(tmp_path):
+    """An empty project (a git root: the search for pins stops here)."""
+    (tmp_path / ".git").mkdir()
+    return tmp_path
+
+
+def target_of(path, text: str, configured: str = "auto"):
+    write(path, text)
+    module = cst.parse_module(text)
+    return ModuleFacts(module, text, str(path), configured_target=configured).target
+
+
+# -- 1. --target / config ---------------------------------------------------------------
+
+@pytest.mark.parametrize("configured", ["keras2", "keras3"])
+def test_configured_target_wins_over_everything(project, installed, configured):
+    installed({"tensorflow": "2.15.0"})
+    write(project / "requirements.txt", "tensorflow>=2.16\n")
+    target = target_of(project / "m.py", "import tf_keras\nimport keras\nkeras.ops.mean(1)\n", configured)
+    assert target.keras == configured
+    assert target.reason == "set by --target/config"
+
+
+# -- 2. TF_USE_LEGACY_KERAS or tf_keras -> keras2 ---------------------------------------------
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'os.environ["TF_USE_LEGACY_KERAS"] = "1"',
+        "os.environ['TF_USE_LEGACY_KERAS']='True'",
+        'os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")',
+    ],
+)
+def test_legacy_keras_environment_variable_means_keras2(project, installed, line):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "requirements.txt", "tensorflow==2.21.0\n")
+    target = target_of(project / "m.py", f"import os\n{line}\nimport tensorflow as tf\n")
+    assert target.keras == "keras2"
+    assert "TF_USE_LEGACY_KERAS" in target.reason
+
+
+def test_legacy_keras_set_to_zero_is_not_keras2(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    target = target_of(project / "m.py", 'import os\nos.environ["TF_USE_LEGACY_KERAS"] = "0"\nimport tensorflow as tf\n')
+    assert target.keras == "keras3"
+
+
+@pytest.mark.parametrize("text", ["import tf_keras\n", "from tf_keras import layers\n", "import tf_keras as keras\n"])
+def test_importing_tf_keras_means_keras2(project, installed, text):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow>=2.16"]\n')
+    target = target_of(project / "m.py", text)
+    assert (target.keras, target.reason) == ("keras2", "the file imports tf_keras")
+
+
+# -- 3. import keras with Keras-3-only names -> keras3 ------------------------------------------
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import keras\nx = keras.ops.mean(y)\n",
+        "import keras\nkeras.config.set_dtype_policy('mixed_float16')\n",
+        "from keras import ops\nops.sum(x)\n",
+        "import keras\nkeras.mixed_precision.set_dtype_policy('mixed_float16')\n",
+    ],
+)
+def test_standalone_keras_with_keras3_names_means_keras3(project, installed, text):
+    installed({"tensorflow": "2.15.0"})
+    write(project / "requirements.txt", "tensorflow==2.15.0\n")
+    target = target_of(project / "m.py", text)
+    assert target.keras == "keras3"
+    assert target.reason.startswith("the file imports keras and uses Keras-3-only")
+
+
+def test_standalone_keras_without_keras3_names_falls_through_to_pins(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "requirements.txt", "tensorflow==2.15.0\n")
+    target = target_of(project / "m.py", "import keras\nkeras.layers.Dense(4)\n")
+    assert target.keras == "keras2"
+    assert "requirements.txt" in target.reason
+
+
+# -- 4. project pins ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "filename, content, expected",
+    [
+        ("requirements.txt", "numpy\ntensorflow<2.16\n", "keras2"),
+        ("requirements.txt", "tensorflow==2.15.0  # last Keras 2 release\n", "keras2"),
+        ("requirements.txt", "tensorflow-gpu==2.4.1\n", "keras2"),
+        ("requirements.txt", "tensorflow>=2.16\n", "keras3"),
+        ("requirements.txt", "tensorflow-cpu==2.21.0\n", "keras3"),
+        ("requirements.txt", "keras<3\n", "keras2"),
+        ("requirements.txt", "keras>=3.0\n", "keras3"),
+        ("requirements.txt", "tensorflow==2.21.0\ntf-keras==2.21.0\n", "keras2"),
+        ("requirements-dev.txt", "tensorflow~=2.13.0\n", "keras2"),
+        ("requirements/base.txt", "tensorflow>=2.17\n", "keras3"),
+        ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow>=2.4,<2.16"]\n', "keras2"),
+        ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow>=2.16"]\n', "keras3"),
+        ("pyproject.toml", '[project]\nname = "p"\n[project.optional-dependencies]\ngpu = ["tensorflow[and-cuda]==2.15.1"]\n', "keras2"),
+        ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    tensorflow>=2.4,<2.16\n", "keras2"),
+        ("setup.cfg", "[options]\ninstall_requires =\n    tensorflow>=2.16\n", "keras3"),
+        ("setup.py", "from setuptools import setup\nsetup(install_requires=['tensorflow==2.10.0'])\n", "keras2"),
+    ],
+)
+def test_project_pins(project, installed, filename, content, expected):
+    # The installed version says the opposite: pins come first.
+    installed({"tensorflow": "2.21.0" if expected == "keras2" else "2.15.0"})
+    write(project / filename, content)
+    target = target_of(project / "src" / "m.py", TF_ONLY)
+    assert target.keras == expected, target.reason
+    assert filename.rsplit("/", 1)[-1] in target.reason
+
+
+def test_unconstrained_pin_decides_nothing(project, installed):
+    installed({"tensorflow": "2.15.0"})
+    write(project / "requirements.txt", "tensorflow\n")
+    target = target_of(project / "m.py", TF_ONLY)
+    assert target.keras == "keras2" and target.reason.startswith("installed tensorflow 2.15.0")
+
+
+def test_pins_are_found_from_a_nested_package(project):
+    write(project / "setup.cfg", "[options]\ninstall_requires = tensorflow<2.16\n")
+    nested = project / "src" / "pkg" / "models"
+    nested.mkdir(parents=True)
+    assert project_root(str(nested)) == str(project)
+    assert project_pins(str(project)).keras == "keras2"
+
+
+def test_search_for_pins_stops_at_the_repository_root(tmp_path):
+    write(tmp_path / "requirements.txt", "tensorflow<2.16\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    assert project_root(str(repo)) is None
+
+
+# -- 5. installed versions, 6. default --------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "versions, expected",
+    [
+        ({"tensorflow": "2.15.0"}, "keras2"),
+        ({"tensorflow-cpu": "2.21.0"}, "keras3"),
+        ({"tensorflow": "2.16.1", "keras": "3.3.3"}, "keras3"),
+        ({"keras": "2.15.0"}, "keras2"),
+        ({"keras": "3.15.1"}, "keras3"),
+    ],
+)
+def test_installed_versions(project, installed, versions, expected):
+    installed(versions)
+    target = target_of(project / "m.py", TF_ONLY)
+    assert target.keras == expected
+    assert target.reason.startswith("installed ")
+
+
+def test_default_is_keras3(project, installed):
+    installed({})
+    target = target_of(project / "m.py", TF_ONLY)
+    assert (target.keras, target.reason) == ("keras3", "default (no pins, no TensorFlow/Keras installed)")
+
+
+def test_installed_versions_are_read_from_metadata_without_importing_tensorflow():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom mplint.facts.target import installed_versions, installed_target\n"
+        "versions = installed_versions(); installed_target()\n"
+        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, sorted(sys.modules)\n"
+        "print(sorted(versions))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "tensorflow" in out or "tensorflow-cpu" in out  # the test environment has TensorFlow
+
+
+# -- the CLI shows the target it used ------------------------------------------------------------
+
+LOOP = (
+    "import tensorflow as tf\n"
+    "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+    "optimizer = tf.keras.optimizers.Adam()\n"
+)
+
+
+def test_verbose_shows_the_target_decided_from_pins(cli, project, installed):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "requirements.txt", "tensorflow==2.15.0\n")
+    write(project / "pkg" / "train.py", LOOP)
+    write(project / "pkg" / "legacy.py", "import tf_keras\n" + LOOP)
+    result = cli(["--no-cache", "--verbose", "pkg"], cwd=project)
+    assert "pkg/train.py: target keras2 (requirements.txt pins tensorflow==2.15.0 (Keras 2 era)); policy mixed_float16 (set in the file)" in result.stderr
+    assert "pkg/legacy.py: target keras2 (the file imports tf_keras)" in result.stderr
+
+
+def test_verbose_shows_the_installed_and_default_targets(cli, project, installed):
+    write(project / "pkg" / "train.py", LOOP)
+    installed({"tensorflow": "2.21.0"})
+    result = cli(["--no-cache", "--verbose", "pkg"], cwd=project)
+    assert "pkg/train.py: target keras3 (installed tensorflow 2.21.0 (Keras 3))" in result.stderr
+    installed({})
+    result = cli(["--no-cache", "--verbose", "pkg"], cwd=project)
+    assert "pkg/train.py: target keras3 (default (no pins, no TensorFlow/Keras installed))" in result.stderr
+
+
+def test_target_changes_the_fix(cli, project, installed):
+    """The same loop is fixed with get_scaled_loss for Keras 2 and scale_loss for Keras 3."""
+    loop = LOOP + (
+        "def train_step(model, x, y):\n"
+        "    with tf.GradientTape() as tape:\n"
+        "        loss = tf.reduce_mean(model(x))\n"
+        "    grads = tape.gradient(loss, model.trainable_variables)\n"
+        "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+    )
+    installed({"tensorflow": "2.21.0"})
+    write(project / "pkg" / "train.py", loop)
+    keras3 = cli(["--no-cache", "--diff", "--unsafe-fixes", "pkg"], cwd=project)
+    assert "optimizer.scale_loss(loss)" in keras3.stdout and "get_unscaled_gradients" not in keras3.stdout
+    write(project / "requirements.txt", "tensorflow<2.16\n")
+    project_root.cache_clear()  # pins are cached per process (one CLI run); this test runs two
+    project_pins.cache_clear()
+    keras2 = cli(["--no-cache", "--diff", "--unsafe-fixes", "pkg"], cwd=project)
+    assert "optimizer.get_scaled_loss(loss)" in keras2.stdout and "optimizer.get_unscaled_gradients(" in keras2.stdout
