@@ -9,10 +9,8 @@ rewritten atomically at the end of a run; a broken cache is ignored, not fatal.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from typing import Any
 
 from mplint import __version__
@@ -22,6 +20,8 @@ CACHE_DIR = ".mplint_cache"
 
 
 def content_key(data: bytes, *parts: str) -> str:
+    import hashlib
+
     digest = hashlib.blake2b(data, digest_size=16)
     for part in parts:
         digest.update(b"\0" + part.encode())
@@ -59,6 +59,8 @@ class Cache:
         """Write the cache; returns a warning message if it could not be written."""
         if not self._dirty:
             return None
+        import tempfile
+
         try:
             os.makedirs(self.folder, exist_ok=True)
             gitignore = os.path.join(os.path.dirname(self.folder), ".gitignore")

@@ -107,13 +107,15 @@ def check(paths, fix, unsafe_fixes, diff, select, ignore, output_format, exit_ze
             force_exclude=force_exclude, jobs=jobs,
         )
         if fix and not diff:
+            # Let SIGTERM unwind like Ctrl-C: writes in flight finish or are undone.
             signal.signal(signal.SIGTERM, _terminate)
         result = run(paths, resolver, options)
     except ConfigError as exc:
         raise _fail(str(exc))
-    except KeyboardInterrupt:
-        click.echo("mplint: interrupted", err=True)
-        raise click.exceptions.Exit(130)
+    except (KeyboardInterrupt, SystemExit) as exc:
+        code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 130
+        click.echo("mplint: interrupted; every file is either unchanged or fully fixed", err=True)
+        raise click.exceptions.Exit(code)
     except Exception as exc:  # a bug in mplint itself: say so, exit 2
         import traceback
 

@@ -7,17 +7,11 @@ Every key is checked: an unknown key, an unknown rule code or a bad value is a
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 from mplint.selection import is_enabled, parse_codes, unknown_codes
 
@@ -36,6 +30,26 @@ CONFIG_KEYS = (
 
 class ConfigError(Exception):
     """A configuration problem; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """Everything the engine needs to know about one file's configuration."""
+
+    codes: frozenset[str]
+    target: str = "auto"
+    assumed_policy: str | None = None
+    tensor_core_multiple: int = 8
+    inherited_policy: str | None = None  # set by a module that imports this one
+    inherited_from: str | None = None
+    details: bool = False  # also report the Keras target and policy used (--verbose)
+
+    def fingerprint(self) -> str:
+        """Stable across processes (unlike the repr of a frozenset)."""
+        return json.dumps(
+            [sorted(self.codes), self.target, self.assumed_policy, self.tensor_core_multiple,
+             self.inherited_policy, self.inherited_from]
+        )
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,16 @@ class Settings:
         ignore = self.ignore + extra_ignore
         return frozenset(c for c in all_codes if is_enabled(c, select, ignore))
 
+    def for_file(self, path: str, all_codes: Iterable[str], details: bool = False) -> FileSettings:
+        rel = self.relpath(path)
+        return FileSettings(
+            codes=self.codes_for(rel, all_codes),
+            target=self.target,
+            assumed_policy=self.assumed_policy(rel),
+            tensor_core_multiple=self.tensor_core_multiple,
+            details=details,
+        )
+
     def assumed_policy(self, relpath: str) -> str | None:
         for pattern, policy in self.assume_policy:
             if pattern == "**" or glob_match(pattern, relpath):
@@ -84,6 +108,8 @@ class Settings:
         return rel.replace(os.sep, "/")
 
     def fingerprint(self) -> str:
+        import hashlib
+
         data = dataclasses.asdict(self)
         data.pop("root")
         data.pop("config_file")
@@ -99,7 +125,7 @@ class Settings:
 def _spec(pattern: str):
     import pathspec
 
-    return pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
 def glob_match(pattern: str, relpath: str) -> bool:
@@ -189,6 +215,10 @@ def _assume_policy(value: Any, where: str) -> tuple[tuple[str, str], ...]:
 
 
 def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)

@@ -100,7 +100,7 @@ def discover(
     paths: list[str], resolver: ConfigResolver, force_exclude: bool = False
 ) -> Iterator[Found | PathProblem]:
     gitignores = _GitIgnores()
-    seen: set[str] = set()
+    seen: set[tuple[int, int]] = set()  # (device, inode): a file reached twice is checked once
     for given in paths:
         if not os.path.lexists(given):
             yield PathProblem(given, "no such file or directory")
@@ -112,14 +112,11 @@ def discover(
             yield PathProblem(given, "broken symbolic link")
             continue
         settings = resolver.for_path(given)
-        if force_exclude and (
-            _excluded(settings, given, os.path.basename(given))
-            or any(_excluded(settings, given, part) for part in _parts(given))
-        ):
+        if force_exclude and any(_excluded(settings, given, part) for part in _parts(given)):
             continue
-        real = os.path.realpath(given)
-        if real not in seen:
-            seen.add(real)
+        info = os.stat(given)
+        if (info.st_dev, info.st_ino) not in seen:
+            seen.add((info.st_dev, info.st_ino))
             yield Found(given, settings, named=True)
 
 
@@ -127,12 +124,16 @@ def _parts(path: str) -> list[str]:
     return [p for p in os.path.normpath(path).split(os.sep) if p not in ("", ".", "..")]
 
 
-def _walk(root: str, resolver: ConfigResolver, gitignores: _GitIgnores, seen: set[str]) -> Iterator[Found | PathProblem]:
+def _walk(
+    root: str, resolver: ConfigResolver, gitignores: _GitIgnores, seen: set[tuple[int, int]]
+) -> Iterator[Found | PathProblem]:
     stack = [root]
     while stack:
         folder = stack.pop()
-        chain = gitignores.chain_for(folder)
+        folder_abs = os.path.abspath(folder)
+        chain = gitignores.chain_for(folder_abs)
         try:
+            device = os.stat(folder).st_dev
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except PermissionError:
@@ -144,32 +145,39 @@ def _walk(root: str, resolver: ConfigResolver, gitignores: _GitIgnores, seen: se
         settings = resolver.for_path(folder)
         subfolders = []
         for entry in entries:
-            path = os.path.join(folder, entry.name) if folder != "." else entry.name
+            name = entry.name
+            path = os.path.join(folder, name) if folder != "." else name
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
             if is_dir:
-                if _excluded(settings, path, entry.name):
+                if _excluded(settings, path, name):
                     continue
-                if gitignores.ignored(chain, os.path.abspath(path), True):
+                if chain and gitignores.ignored(chain, os.path.join(folder_abs, name), True):
                     continue
                 subfolders.append(path)
                 continue
-            if not entry.name.endswith(SOURCE_SUFFIXES):
+            if not name.endswith(SOURCE_SUFFIXES):
                 continue
-            if _excluded(settings, path, entry.name) or gitignores.ignored(chain, os.path.abspath(path), False):
+            if _excluded(settings, path, name) or (
+                chain and gitignores.ignored(chain, os.path.join(folder_abs, name), False)
+            ):
                 continue
             if is_link:
-                if not os.path.exists(path):
+                try:
+                    info = os.stat(path)
+                except OSError:
                     yield PathProblem(path, "broken symbolic link, skipped", fatal=False)
                     continue
                 if os.path.isdir(path):
                     continue  # a symlinked folder: not followed
-            real = os.path.realpath(path)
-            if real in seen:
+                key = (info.st_dev, info.st_ino)
+            else:
+                key = (device, entry.inode())
+            if key in seen:
                 continue
-            seen.add(real)
-            yield Found(path, resolver.for_path(path), named=False)
+            seen.add(key)
+            yield Found(path, settings, named=False)
         stack.extend(reversed(subfolders))

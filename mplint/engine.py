@@ -28,6 +28,7 @@ from mplint.diagnostics import (
     Location,
     Severity,
 )
+from mplint.config import FileSettings  # noqa: F401  (re-exported: engine API)
 from mplint.facts.module import ModuleFacts
 from mplint.registry import rules_for
 from mplint.rule import (
@@ -43,18 +44,6 @@ from mplint.source import Document
 from mplint.suppressions import parse_suppressions
 
 MAX_ROUNDS = 10
-
-
-@dataclass(frozen=True)
-class FileSettings:
-    """Everything the engine needs to know about one file's configuration."""
-
-    codes: frozenset[str]
-    target: str = "auto"
-    assumed_policy: str | None = None
-    tensor_core_multiple: int = 8
-    inherited_policy: str | None = None
-    details: bool = False  # also report the Keras target and policy used (--verbose)
 
 
 @dataclass
@@ -138,6 +127,10 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
     if outcome is not None and settings.details:
         try:
             outcome.policy = facts.policy.describe()
+            if settings.inherited_from and not settings.assumed_policy:
+                outcome.policy = outcome.policy.replace(
+                    "(assume-policy)", f"(set in {settings.inherited_from}, which imports this module)"
+                )
             outcome.target = f"{facts.target.keras} ({facts.target.reason})"
         except Exception as exc:
             findings.append(_internal_error(doc, filename, "module analysis", exc))

@@ -17,7 +17,8 @@ class RegistryError(Exception):
 def family_rules(family: str) -> dict[str, type]:
     from mplint.rule import Rule
 
-    module = importlib.import_module(f"mplint_rules.{family}")
+    # A family is a module of rules/ (installed as mplint_rules), or a dotted module path.
+    module = importlib.import_module(family if "." in family else f"mplint_rules.{family}")
     found: dict[str, type] = {}
     for value in vars(module).values():
         if isinstance(value, type) and issubclass(value, Rule) and value.code and value.__module__ == module.__name__:
@@ -27,7 +28,7 @@ def family_rules(family: str) -> dict[str, type]:
     expected = {code for code, (_, fam) in RULES.items() if fam == family}
     if set(found) != expected:
         raise RegistryError(
-            f"rules/{family}.py defines {sorted(found)} but mplint/codes.py lists {sorted(expected)}"
+            f"{family} defines {sorted(found)} but mplint/codes.py lists {sorted(expected)}"
         )
     for code, rule in found.items():
         if rule.name != RULES[code][0]:

@@ -33,14 +33,6 @@ from mplint.diagnostics import Applicability, FixAvailability, Severity
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
 
-# Text that any mixed-precision code mentions: the pre-filter's default trigger.
-MIXED_PRECISION_TOKENS = (
-    r"mixed_precision|mixed_float16|mixed_bfloat16|float16|LossScale|set_dtype_policy|"
-    r"set_global_policy|set_policy|graph_rewrite|AUTO_MIXED_PRECISION|set_floatx|DTypePolicy"
-)
-KERAS_TOKENS = r"keras|tensorflow|\btf\b"
-
-
 # -- changes a fix is made of --------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -115,10 +107,6 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
     # Skip the rule (cheaply) unless a mixed policy is in force in the module.
     requires_mixed_policy: ClassVar[bool] = False
-    # Regexes that must all occur in the file text for the rule to possibly fire.
-    triggers: ClassVar[tuple[str, ...]] = (MIXED_PRECISION_TOKENS,)
-    # Under `assume-policy`, what a file must mention instead (policy-gated rules).
-    assumed_triggers: ClassVar[tuple[str, ...]] = (KERAS_TOKENS,)
 
     def __init__(self, facts: "ModuleFacts", sink: list[Report]) -> None:
         self.facts = facts

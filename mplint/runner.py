@@ -9,18 +9,18 @@ files in memory.
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import os
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from mplint.cache import Cache, content_key
 from mplint.codes import all_codes
-from mplint.config import ConfigResolver, Settings
+from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
 from mplint.discovery import Found, PathProblem, discover
-from mplint.prefilter import needs_parse
+from mplint.policy_inheritance import PolicyGraph
+from mplint.prefilter import mentions_keras, needs_parse
 from mplint.source import Document, FileTooLarge, SourceError, atomic_write, decode_python, read_bytes
 
 POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
@@ -71,7 +71,7 @@ class Job:
     path: str
     filename: str
     data: bytes
-    file_settings: object  # engine.FileSettings (kept untyped: no engine import here)
+    file_settings: FileSettings
     key_suffix: tuple[str, ...]
     options: RunOptions
 
@@ -90,19 +90,6 @@ def _source_error_finding(filename: str, exc: SourceError) -> Finding:
                    span_rows=(exc.location.row, exc.location.row))
 
 
-def _file_settings(settings: Settings, path: str, details: bool):
-    from mplint.engine import FileSettings
-
-    rel = settings.relpath(path)
-    return FileSettings(
-        codes=settings.codes_for(rel, all_codes()),
-        target=settings.target,
-        assumed_policy=settings.assumed_policy(rel),
-        tensor_core_multiple=settings.tensor_core_multiple,
-        details=details,
-    )
-
-
 def _environment_key(path: str, target: str) -> str:
     if target != "auto":
         return ""
@@ -113,6 +100,8 @@ def _environment_key(path: str, target: str) -> str:
 
 
 def _diff(filename: str, old: str, new: str) -> str:
+    import difflib
+
     return "".join(
         difflib.unified_diff(
             old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=filename, tofile=filename
@@ -173,22 +162,40 @@ def process(job: Job) -> FileResult:
     return result
 
 
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent (which then lets in-flight files finish) and
+    turn SIGTERM into an orderly exit (so a temp file is never left half-written)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+
+
+def _exit_on_signal(signum, frame):  # pragma: no cover - runs in workers
+    raise SystemExit(128 + signum)
+
+
 class _Pool:
     """Worker processes, started on first use, with a bounded window of jobs in flight."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._executor: ProcessPoolExecutor | None = None
-        self._pending: set[Future] = set()
+        self._executor = None  # a ProcessPoolExecutor, started on first use
+        self._pending: set = set()
 
     def submit(self, job: Job) -> list[FileResult]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
         if self._executor is None:
             import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
             import mplint.engine  # noqa: F401  (import once, before forking)
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method))
+            self._executor = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context(method), initializer=_worker_init
+            )
         self._pending.add(self._executor.submit(process, job))
         done: list[FileResult] = []
         if len(self._pending) >= self.workers * 4:
@@ -206,6 +213,16 @@ class _Pool:
             self._executor.shutdown(wait=True, cancel_futures=cancel)
 
 
+@dataclass
+class _Scanned:
+    """What the first pass learned about a file (no bytes kept: memory stays flat)."""
+
+    item: Found
+    needs_parse: bool = False
+    mentions_keras: bool = False
+    result: FileResult | None = None  # final already (unreadable, undecodable, skipped)
+
+
 def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> RunResult:
     paths = list(paths)
     found: list[Found] = []
@@ -219,15 +236,26 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> 
         else:
             found.append(item)
     result.files = len(found)
-    cache = None
-    if options.cache and found:
-        cache = Cache(found[0].settings.root)
+    # Pass 1: read, decode and pre-filter every file; learn which modules set a mixed
+    # policy and what they import (see mplint.policy_inheritance).
+    graph = PolicyGraph(roots=sorted({os.path.abspath(p) for p in paths if os.path.isdir(p)} | {os.getcwd()}))
+    scanned = [_scan(item, graph) for item in found]
+    inherited = graph.inherited()
+    cache = Cache(found[0].settings.root) if options.cache and found else None
     workers = options.jobs or min(os.cpu_count() or 1, 8)
     pool = _Pool(workers) if workers > 1 and len(found) >= POOL_MIN_FILES else None
     results: list[FileResult] = []
+    # Pass 2: the engine, for files that need it.
     try:
-        for item in found:
-            prepared = _prepare(item, options, cache)
+        for scan in scanned:
+            if scan.result is not None:
+                results.append(scan.result)
+                continue
+            policy = inherited.get(os.path.abspath(scan.item.path))
+            if not scan.needs_parse and not (policy and scan.mentions_keras):
+                results.append(FileResult(scan.item.path, scan.item.path))
+                continue
+            prepared = _prepare(scan.item, options, cache, policy)
             if isinstance(prepared, FileResult):
                 results.append(prepared)
             elif pool is not None:
@@ -266,40 +294,55 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> 
     return result
 
 
-def _prepare(item: Found, options: RunOptions, cache: Cache | None) -> Job | FileResult:
-    """Read, decode and pre-filter a file in the parent; a Job if it needs the engine."""
-    filename = item.path
-    result = FileResult(filename, item.path)
+def _read(item: Found) -> bytes | FileResult:
+    result = FileResult(item.path, item.path)
     try:
-        data = read_bytes(item.path)
+        return read_bytes(item.path)
     except FileTooLarge as exc:
         result.warnings.append(str(exc))
-        return result
     except IsADirectoryError:
-        return result
+        pass
     except OSError as exc:
-        result.problems.append(PathProblem(filename, f"cannot read: {exc.strerror or exc}"))
-        return result
+        result.problems.append(PathProblem(item.path, f"cannot read: {exc.strerror or exc}"))
+    return result
+
+
+def _scan(item: Found, graph: PolicyGraph) -> _Scanned:
+    data = _read(item)
+    if isinstance(data, FileResult):
+        return _Scanned(item, result=data)
     try:
         doc = load_document(item.path, data)
     except SourceError as exc:
-        result.findings = [_source_error_finding(filename, exc)]
-        return result
+        return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)]))
     settings = item.settings
-    rel = settings.relpath(item.path)
-    assumed = settings.assumed_policy(rel) is not None
-    if not needs_parse(doc.text, assume_policy=assumed):
-        return result
-    file_settings = _file_settings(settings, item.path, options.details)
+    assumed = bool(settings.assume_policy) and settings.assumed_policy(settings.relpath(item.path)) is not None
+    keras = mentions_keras(doc.text)
+    graph.add(item.path, doc.text, relevant=keras)
+    return _Scanned(item, needs_parse=needs_parse(doc.text, assume_policy=assumed), mentions_keras=keras)
+
+
+def _prepare(item: Found, options: RunOptions, cache: Cache | None,
+             inherited: tuple[str, str] | None) -> Job | FileResult:
+    """A Job for the engine, or the cached result."""
+    data = _read(item)
+    if isinstance(data, FileResult):
+        return data
+    settings = item.settings
+    file_settings = settings.for_file(item.path, all_codes(), options.details)
+    if inherited is not None and file_settings.assumed_policy is None:
+        policy, setter = inherited
+        file_settings = dataclasses.replace(
+            file_settings, inherited_policy=policy, inherited_from=os.path.relpath(setter)
+        )
     if not file_settings.codes:
-        return result
-    key_suffix = (repr(file_settings), _environment_key(item.path, settings.target))
+        return FileResult(item.path, item.path)
+    key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target))
     if cache is not None and not options.details:
-        cached = cache.get(item.path, content_key(data, *key_suffix), filename)
+        cached = cache.get(item.path, content_key(data, *key_suffix), item.path)
         if cached is not None:
             if not (options.fix or options.diff) or not any(
                 f.fix is not None and f.fix.applies(options.unsafe) for f in cached
             ):
-                result.findings = cached
-                return result
-    return Job(item.path, filename, data, file_settings, key_suffix, options)
+                return FileResult(item.path, item.path, cached)
+    return Job(item.path, item.path, data, file_settings, key_suffix, options)

@@ -12,7 +12,6 @@ import codecs
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass, field
 
@@ -78,7 +77,9 @@ def decode_python(path: str, data: bytes) -> Document:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot decode: {exc}") from None
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise SourceError(f"cannot decode: {exc}") from None
+        encoding = "utf-8"  # no cookie and not UTF-8: the decode below says where
     bom = encoding == "utf-8-sig"
     body = data[len(codecs.BOM_UTF8) :] if bom else data
     codec = "utf-8" if bom else encoding
@@ -118,6 +119,8 @@ def atomic_write(path: str, data: bytes) -> None:
     Keeps the mode (and, when allowed, the owner) of the original. A symlink is kept and
     its target is rewritten. A file that is not writable is left alone (PermissionError).
     """
+    import tempfile
+
     target = os.path.realpath(path)
     info = os.stat(target)
     if not os.access(target, os.W_OK) or not (info.st_mode & stat.S_IWUSR):

@@ -60,7 +60,7 @@ class Case:
         return frozenset(c for c in all_codes() if is_enabled(c, prefixes, ()))
 
     def file_settings(self):
-        from mplint.engine import FileSettings
+        from mplint.config import FileSettings
 
         options = self.options()
         return FileSettings(

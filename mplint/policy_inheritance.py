@@ -1,0 +1,122 @@
+"""A mixed policy set in one module applies to the project modules it imports.
+
+The usual split: `train.py` calls `set_global_policy("mixed_float16")` and imports
+`model.py`, which builds the layers. Layers read the global policy when they are
+created, so `model.py` runs mixed too, although it never says so. Before the engine
+runs, this text-level pass (no parsing) finds the modules that set a mixed policy and
+follows their imports (transitively) to the other analysed files; those files are
+checked as if `assume-policy` named that policy.
+
+Only files among the ones being checked are followed, and only imports that resolve to
+them (relative imports, sibling modules, packages under the checked roots).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+_SETS_MIXED = re.compile(
+    r"""(?:set_global_policy|set_dtype_policy|set_policy)\s*\(\s*(?:\w+\.)*(?:Policy|DTypePolicy)?\s*\(?\s*['"](mixed_b?float16)['"]"""
+)
+_POLICY_VARIABLE = re.compile(r"""['"](mixed_b?float16)['"]""")
+_SETS_ANY = re.compile(r"(?:set_global_policy|set_dtype_policy|set_policy)\s*\(")
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
+
+
+def mixed_policy_set(text: str) -> str | None:
+    """The mixed policy a module sets globally, judged from its text, or None."""
+    match = _SETS_MIXED.search(text)
+    if match:
+        return match.group(1)
+    if _SETS_ANY.search(text):
+        found = set(_POLICY_VARIABLE.findall(text))
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def imported_modules(text: str) -> list[tuple[str, list[str]]]:
+    """(module, imported names) for each import statement; module may be relative."""
+    found: list[tuple[str, list[str]]] = []
+    for match in _FROM_IMPORT.finditer(text):
+        names = [n.strip().split(" as ")[0].strip() for n in match.group(2).strip("()").split(",")]
+        found.append((match.group(1), [n for n in names if n and n != "*"]))
+    for match in _IMPORT.finditer(text):
+        for part in match.group(1).split(","):
+            module = part.strip().split(" as ")[0].strip()
+            if module:
+                found.append((module, []))
+    return found
+
+
+@dataclass
+class PolicyGraph:
+    """Which checked files set a mixed policy and which checked files they import."""
+
+    roots: list[str]
+    setters: dict[str, str] = field(default_factory=dict)  # abspath -> policy
+    imports: dict[str, list[tuple[str, list[str]]]] = field(default_factory=dict)  # abspath -> imports
+    known: set[str] = field(default_factory=set)  # abspaths of every checked file
+    _stems: set[str] = field(default_factory=set)  # module names a checked file can be
+
+    def add(self, path: str, text: str, relevant: bool) -> None:
+        """Record a checked file; `relevant` files (mentioning Keras) have their
+        imports and policy read."""
+        absolute = os.path.abspath(path)
+        self.known.add(absolute)
+        stem = os.path.basename(absolute)[:-3]
+        self._stems.add(os.path.basename(os.path.dirname(absolute)) if stem == "__init__" else stem)
+        if not relevant:
+            return
+        policy = mixed_policy_set(text)
+        if policy:
+            self.setters[absolute] = policy
+        self.imports[absolute] = imported_modules(text)
+
+    def _candidates(self, importer: str, module: str, names: list[str]) -> list[str]:
+        folder = os.path.dirname(importer)
+        dots = len(module) - len(module.lstrip("."))
+        dotted = module[dots:]
+        bases: list[str]
+        if dots:
+            base = folder
+            for _ in range(dots - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        else:
+            bases = [folder, *self.roots, *(os.path.join(r, "src") for r in self.roots)]
+        modules = [dotted] + [f"{dotted}.{n}" if dotted else n for n in names]
+        modules = [m for m in modules if m and m.rsplit(".", 1)[-1] in self._stems]
+        if not modules:
+            return []
+        paths = []
+        for base in bases:
+            for name in modules:
+                if not name:
+                    continue
+                stem = os.path.join(base, *name.split("."))
+                paths += [stem + ".py", os.path.join(stem, "__init__.py")]
+        return paths
+
+    def inherited(self) -> dict[str, tuple[str, str]]:
+        """abspath -> (policy, the setter's path) for files that inherit a policy."""
+        result: dict[str, tuple[str, str]] = {}
+        for setter, policy in sorted(self.setters.items()):
+            queue = [setter]
+            seen = {setter}
+            while queue:
+                current = queue.pop()
+                candidates = [
+                    path for module, names in self.imports.get(current, [])
+                    for path in self._candidates(current, module, names)
+                ]
+                for candidate in candidates:
+                    if candidate in self.known and candidate not in seen:
+                        seen.add(candidate)
+                        if candidate not in self.setters:
+                            result.setdefault(candidate, (policy, setter))
+                        queue.append(candidate)
+        return result

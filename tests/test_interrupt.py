@@ -1,0 +1,83 @@
+"""Interrupting `--fix` leaves every file original or fully fixed, never truncated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mplint.source import atomic_write
+
+ORIGINAL = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n' + "# padding\n" * 400
+FIXED = ORIGINAL.replace('"float16"', '"mixed_float16"')
+
+
+def _make_files(folder, count):
+    paths = []
+    for i in range(count):
+        path = folder / f"pkg{i % 10}" / f"m{i:04d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(ORIGINAL)
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_fix_leaves_files_original_or_fixed(tmp_path, sig):
+    paths = _make_files(tmp_path, 1200)
+    first = sorted(paths)[:40]  # discovery order: these are fixed first
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mplint", "--no-cache", "--fix", "--unsafe-fixes", "-j", "2", "."],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if sum(p.read_text() == FIXED for p in first) >= 3:
+            break
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    # Like a terminal: the signal goes to the whole process group.
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+    proc.wait(timeout=60)
+    contents = [p.read_text() for p in paths]
+    assert all(c in (ORIGINAL, FIXED) for c in contents), "a file is neither original nor fully fixed"
+    fixed = sum(c == FIXED for c in contents)
+    assert 0 < fixed < len(paths), f"the signal did not arrive mid-run ({fixed} of {len(paths)} fixed)"
+    leftovers = [p for p in tmp_path.rglob("*") if p.name.endswith(".mplint-tmp")]
+    assert leftovers == []
+    if sig == signal.SIGINT and proc.returncode != 0:
+        assert proc.returncode in (1, 130)
+
+
+def test_failed_write_keeps_the_original_and_removes_the_temp_file(tmp_path, monkeypatch):
+    path = tmp_path / "a.py"
+    path.write_text(ORIGINAL)
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        atomic_write(str(path), FIXED.encode())
+    assert path.read_text() == ORIGINAL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+
+def test_interrupt_during_write_keeps_the_original(tmp_path, monkeypatch):
+    path = tmp_path / "a.py"
+    path.write_text(ORIGINAL)
+
+    def interrupted_fsync(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted_fsync)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(str(path), FIXED.encode())
+    assert path.read_text() == ORIGINAL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]

@@ -1,0 +1,54 @@
+"""Targeted positions and in-place rendering agree with libcst's own providers."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
+
+from mplint.analysis.index import ModuleIndex
+from mplint.analysis.positions import compute_spans, render
+from mplint.textpos import LineIndex
+
+SOURCE = (
+    "import tensorflow as tf\r\n"
+    "\r\n"
+    "@decorator\r\n"
+    "class Model(tf.keras.Model):\r\n"
+    "    # a comment\r\n"
+    "    def call(self, x):\r\n"
+    "        y = (self.dense(x))  # trailing\r\n"
+    "        if y:\r\n"
+    "            return [y, {'k': y}]\r\n"
+    "        return tf.cast(y, 'float32')\r\n"
+)
+
+
+def test_spans_match_libcst_positions_for_every_node():
+    module = cst.parse_module(SOURCE)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    syntactic = wrapper.resolve(PositionProvider)
+    inclusive = wrapper.resolve(WhitespaceInclusivePositionProvider)
+    index = ModuleIndex(module)
+    nodes = [n for nodes in index.by_type.values() for n in nodes]
+    spans = compute_spans(module, nodes)
+    lines = LineIndex(SOURCE)
+    checked = 0
+    for node in nodes:
+        span = spans[id(node)]
+        expected = syntactic[node]
+        assert lines.row_col(span.start) == (expected.start.line, expected.start.column + 1), node
+        assert lines.row_col(span.end) == (expected.end.line, expected.end.column + 1), node
+        full = inclusive[node]
+        assert lines.row_col(span.full_start) == (full.start.line, full.start.column + 1), node
+        checked += 1
+    assert checked > 40
+
+
+def test_render_in_place_reproduces_the_source():
+    module = cst.parse_module(SOURCE)
+    index = ModuleIndex(module)
+    statements = index.nodes(cst.SimpleStatementLine) + index.nodes(cst.FunctionDef)
+    spans = compute_spans(module, statements)
+    for node in statements:
+        span = spans[id(node)]
+        assert render(module, node, span.indent) == SOURCE[span.full_start : span.full_end]
