@@ -321,8 +321,11 @@ def check_tensor_cores(run: ForwardPass, multiple: int, batch_note: str) -> Resu
         summary = ", ".join(f"{label} {size}" for label, size in sizes)
         if parts:
             flagged.append(f"{call.layer.name} ({type(call.layer).__name__}: {', '.join(parts)})")
-        notes = [note for note, applies in (("output width", is_output), ("input width", index in from_data)) if applies]
-        lines.append(f"{call.layer.name} {summary}" + (f" ({' and '.join(notes)} exempt: set by the data)" if notes else ""))
+        notes = [note for note, applies in (
+            ("its output width is the model's output", is_output),
+            ("its input width is the data's", index in from_data),
+        ) if applies]
+        lines.append(f"{call.layer.name} {summary}" + (f" (exempt: {'; '.join(notes)})" if notes else ""))
     if not measured:
         return Result("skip", "no Dense, convolution or RNN layer ran", {"layers": []})
     if flagged:

@@ -13,7 +13,11 @@ import math
 from .checks import Result
 from .training import StepObservation, compare, reference_gradients
 
-GRADIENT_TOLERANCE = 0.1  # relative L2 between received and float32 reference gradients
+# The gradients the optimizer receives must have the float32 gradient's size (a scaling
+# mistake is off by the loss scale, 2**15 by default) and direction (float16 rounding
+# alone leaves the cosine near 1).
+MAX_RATIO = 1.5
+MIN_COSINE = 0.9
 UNDERFLOW_LIMIT = 0.01  # fraction of entries allowed to vanish in float16 only
 MIN_SCALE = 2.0
 
@@ -96,14 +100,16 @@ def _scale_facts(mixed: StepObservation, reference: StepObservation | None, kera
     comparison = compare(mixed.applied, ref, mixed.variables)
     if comparison is None:
         return Result("skip", f"the loss is scaled x{scale:g}{matches}; no gradients in common with the reference", measured)
-    measured.update(gradient_relative_error=comparison.relative_error, gradient_ratio=comparison.ratio)
-    if comparison.relative_error > GRADIENT_TOLERANCE:
-        if comparison.ratio > MIN_SCALE:
+    measured.update(gradient_relative_error=comparison.relative_error, gradient_ratio=comparison.ratio,
+                    gradient_cosine=comparison.cosine)
+    ratio_ok = 1 / MAX_RATIO <= comparison.ratio <= MAX_RATIO
+    if not ratio_ok or comparison.cosine < MIN_COSINE:
+        if comparison.ratio > MAX_RATIO:
             what = f"{comparison.ratio:.4g}x the float32 gradient: they are still scaled"
-        elif comparison.ratio < 1 / MIN_SCALE:
+        elif comparison.ratio < 1 / MAX_RATIO:
             what = f"{comparison.ratio:.3g}x the float32 gradient: unscaled twice, or never scaled"
         else:
-            what = f"off the float32 gradient by {comparison.relative_error:.1%} (relative L2)"
+            what = f"not the float32 gradient (cosine similarity {comparison.cosine:.3f})"
         return Result(
             "fail",
             f"the loss is scaled x{scale:g}{matches}, but the gradients the optimizer receives are {what}; "
@@ -118,7 +124,8 @@ def _scale_facts(mixed: StepObservation, reference: StepObservation | None, kera
     return Result(
         "pass",
         f"loss scale {scale:g}{matches}: the tape's target is loss x {scale:g}, and the optimizer receives "
-        f"unscaled gradients ({comparison.relative_error:.1%} from the float32 reference)",
+        f"unscaled gradients ({comparison.ratio:.4f}x the float32 reference's size, cosine similarity "
+        f"{comparison.cosine:.4f})",
         measured,
     )
 

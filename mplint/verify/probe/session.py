@@ -65,6 +65,9 @@ def run(request: dict, channel: Channel) -> None:
     tf.config.run_functions_eagerly(True)
     tf.random.set_seed(0)
     np.random.seed(0)
+    set_random_seed = getattr(getattr(default.module, "utils", None), "set_random_seed", None)
+    if set_random_seed is not None:  # the same initial weights on every run
+        set_random_seed(0)
 
     from .loading import find_model, find_train_step, import_target
 

@@ -202,6 +202,16 @@ def is_random_layer(layer) -> bool:
     return any(n.endswith(("Dropout", "Noise")) for n in (c.__name__ for c in type(layer).__mro__))
 
 
+def _accepts_training(function) -> bool:
+    import inspect
+
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return "training" in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+
+
 @contextmanager
 def random_layers_off(api: KerasAPI, models: list):
     """Run random layers in inference mode: their random draws depend on the compute dtype
@@ -213,10 +223,12 @@ def random_layers_off(api: KerasAPI, models: list):
             if not is_random_layer(layer) or "call" in vars(layer):
                 continue
             original = layer.call
+            if not _accepts_training(original):
+                continue
 
             def inference_call(*args, _original=original, **kwargs):
                 kwargs["training"] = False
-                return _original(*args[:1], **kwargs)
+                return _original(*args, **kwargs)
 
             object.__setattr__(layer, "call", inference_call)
             wrapped.append(layer)
@@ -264,6 +276,7 @@ def _norm(arrays: list) -> float:
 class GradientComparison:
     relative_error: float
     ratio: float  # |received| / |reference|
+    cosine: float  # cosine similarity of received and reference (all variables as one vector)
     entries: int
     underflow: int  # entries zero in the mixed gradient but not in the reference
     worst: list  # [(variable name, entries lost, entries)] for the variables with the most underflow
@@ -287,7 +300,9 @@ def compare(mixed: dict, reference: dict, variables: dict) -> GradientComparison
             per_variable.append((variable_name(variables.get(key)), lost, int(x.size)))
     per_variable.sort(key=lambda item: -item[1] / max(item[2], 1))
     finite = all(bool(np.all(np.isfinite(x))) for x in a)
-    return GradientComparison(difference / base, _norm(a) / base, entries, underflow, per_variable[:3], finite)
+    dot = sum(float(np.sum(x * y)) for x, y in zip(a, b))
+    cosine = dot / ((_norm(a) or 1e-30) * base)
+    return GradientComparison(difference / base, _norm(a) / base, cosine, entries, underflow, per_variable[:3], finite)
 
 
 def reference_gradients(reference: StepObservation) -> dict | None:
