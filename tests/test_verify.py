@@ -179,7 +179,11 @@ def test_policy_option_applies_when_the_code_sets_none() -> None:
     code, report = run_verify(fixture("no_policy.py"), "--policy", "mixed_bfloat16", "--keras", "3")
     assert code == 0, report
     assert report["policy"] == "mixed_bfloat16" and report["policy_source"] == "--policy"
+    assert report["entry_point"] == "get_model()"
     checks = checks_of(report)
+    # A subclassed model: inputs from its build shape, outputs traced through its layers.
+    assert checks["finite-forward"]["measured"]["inputs"] == ["input: float32(8, 16) normal(0, 1)"]
+    assert checks["output-dtype"]["measured"]["outputs"] == {"output": "float32"}
     assert checks["loss-scaling"]["status"] == "skip"
     assert "bfloat16" in checks["loss-scaling"]["detail"]
     assert checks["tensor-cores"]["status"] == "skip"
@@ -450,6 +454,11 @@ def test_probe_depends_only_on_stdlib_tensorflow_and_numpy() -> None:
                 continue
             for name in names:
                 assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+def test_probe_runs_as_a_module_too() -> None:
+    result = subprocess.run([sys.executable, "-m", "mplint.verify.probe"], capture_output=True, text=True)
+    assert result.returncode == 2 and "usage: python -m mplint.verify.probe REQUEST.json EVENTS.jsonl" in result.stderr
 
 
 def test_cli_and_parent_side_never_import_tensorflow() -> None:

@@ -23,7 +23,7 @@ class Channel:
         """What the child is doing now (the parent names it when the child times out or dies)."""
         self.send("stage", stage=description)
 
-    def check(self, name: str, status: str, detail: str, **measured) -> None:
+    def check(self, name: str, status: str, detail: str, measured: dict) -> None:
         self.send("check", name=name, status=status, detail=detail, measured=measured)
 
     def error(self, kind: str, message: str, traceback: str | None = None) -> None:

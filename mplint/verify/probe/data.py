@@ -73,18 +73,45 @@ def _all_embedding_bound(model, api) -> int | None:
     return min(dims) if dims else None
 
 
+class _BuiltInput:
+    """Stands for the one input of a subclassed model that was built or called: its shape
+    is known, its dtype is taken to be float32."""
+
+    name = "input"
+    dtype = "float32"
+
+    def __init__(self, shape) -> None:
+        self.shape = [None if d is None else int(d) for d in shape]
+
+
+def _built_input(model):
+    """A subclassed model's input from the shape it was built with (one input only)."""
+    shape = getattr(model, "_build_input_shape", None)  # Keras 2
+    shapes = getattr(model, "_build_shapes_dict", None)  # Keras 3
+    if shape is None and isinstance(shapes, dict) and len(shapes) == 1:
+        shape = next(iter(shapes.values()))
+    if hasattr(shape, "as_list"):
+        try:
+            shape = shape.as_list()
+        except ValueError:
+            return None
+    if isinstance(shape, (list, tuple)) and shape and all(d is None or isinstance(d, int) for d in shape):
+        return _BuiltInput(shape)
+    return None
+
+
 def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
     """(inputs with the structure of model.input, a description per input)."""
     import tensorflow as tf
 
     structure = model_inputs(model)
     if structure is None:
-        build_shape = getattr(model, "_build_input_shape", None) or getattr(model, "_build_shapes_dict", None)
+        structure = _built_input(model)
+    if structure is None:
         raise ProbeError(
             "no-input-spec",
-            "the model has no known inputs (it was never built"
-            + (f"; build shape {build_shape}" if build_shape else "")
-            + "): start it with keras.Input(shape=...) or call model.build(...) in the entry point",
+            "the model has no known inputs (no keras.Input, and it was never built or called on one "
+            "tensor): start it with keras.Input(shape=...) or call model.build(shape) in the entry point",
         )
     descriptions: list[str] = []
 

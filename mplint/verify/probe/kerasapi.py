@@ -21,9 +21,11 @@ def is_keras_model(obj) -> bool:
 
 
 def keras_module_for(obj):
-    root = type(obj).__module__.split(".")[0]
-    if root in ("keras", "tf_keras"):
-        return importlib.import_module(root)
+    """The Keras package an object's class comes from (a user subclass: its Keras base's)."""
+    for cls in type(obj).__mro__:
+        root = cls.__module__.split(".")[0]
+        if root in ("keras", "tf_keras"):
+            return importlib.import_module(root)
     import tensorflow as tf  # tf.keras of TensorFlow < 2.13 lives in tensorflow.python.keras
 
     return tf.keras

@@ -104,7 +104,7 @@ def run(request: dict, channel: Channel) -> None:
 
 
 def _emit(channel: Channel, name: str, result) -> None:
-    channel.check(name, result.status, result.detail, **result.measured)
+    channel.check(name, result.status, result.detail, result.measured)
 
 
 def _guarded(name: str, function, *args):
