@@ -244,6 +244,9 @@ def test_user_code_that_prints_and_exits_leaves_a_clear_report() -> None:
     assert error["kind"] == "child-died"
     assert "exited with code 3 while importing tests/verify_fixtures/exits_early.py" in error["message"]
     assert '{"event": "done"} line 1999' in report["output_tail"]  # the user's prints, not our channel
+    assert "no network: mplint verify: network access is disabled while verifying (connect to ('192.0.2.1', 80))" \
+        in report["output_tail"]
+    assert "(lookup of 'example.com')" in report["output_tail"]
 
 
 # -- check --fix --verify ----------------------------------------------------------------
@@ -419,6 +422,26 @@ def test_partial_report_is_kept_when_the_child_dies(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "was killed by SIGKILL while running train_step(x, y)" in result.error["message"]
     assert [c["name"] for c in result.checks] == ["output-dtype"]
+
+
+def test_request_and_environment_given_to_the_child(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.mplint]\ntensor-core-multiple = 128\n")
+    (project / "train.py").write_text("def make_model():\n    pass\n")
+    seen = tmp_path / "seen"
+    python = _fake_python(tmp_path, f'cp "$4" "{seen}.json"\nenv > "{seen}.env"\nexit 0\n')
+    options = VerifyOptions(python=python, keras="2", policy="mixed_bfloat16", steps=5, train_step="step", batch_size=16)
+    result = verify("train.py:make_model", options, cwd=str(project))
+    assert result.error["kind"] == "child-died"  # the fake never reports
+    request = json.loads((tmp_path / "seen.json").read_text())
+    assert request == {
+        "display": "train.py:make_model", "kind": "file", "path": str(project / "train.py"), "module": None,
+        "attribute": "make_model", "policy": "mixed_bfloat16", "steps": 5, "train_step": "step", "batch_size": 16,
+        "tensor_core_multiple": 128,
+    }
+    env = (tmp_path / "seen.env").read_text().splitlines()
+    assert "TF_USE_LEGACY_KERAS=1" in env and "PYTHONDONTWRITEBYTECODE=1" in env
 
 
 def test_interpreter_that_does_not_exist(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mplint.verify import DEFAULT_TIMEOUT
 from mplint.verify.target import KerasChoice, Target, TargetError, choose_keras, parse_target
@@ -52,7 +52,7 @@ class VerifyOptions:
     timeout: float = DEFAULT_TIMEOUT
     train_step: str | None = None
     batch_size: int | None = None
-    tensor_core_multiple: int = 8
+    tensor_core_multiple: int | None = None  # default: the project's tensor-core-multiple, else 8
 
 
 @dataclass
@@ -104,6 +104,8 @@ def verify(text: str, options: VerifyOptions = VerifyOptions(), cwd: str | None 
         target = parse_target(text, cwd)
     except TargetError as exc:
         return VerifyResult(text, error={"kind": exc.kind, "message": exc.message, "traceback": None})
+    if options.tensor_core_multiple is None:
+        options = replace(options, tensor_core_multiple=_configured_multiple(target.path))
     python = options.python or sys.executable
     other_python = options.python is not None and os.path.realpath(python) != os.path.realpath(sys.executable)
     choice = choose_keras(options.keras, target.path, other_python)
@@ -111,6 +113,18 @@ def verify(text: str, options: VerifyOptions = VerifyOptions(), cwd: str | None 
     result.keras_choice = choice.reason
     result.duration = time.monotonic() - started
     return result
+
+
+def _configured_multiple(path: str | None) -> int:
+    """`tensor-core-multiple` from the project's mplint configuration (8 if unset or unreadable)."""
+    if path is None:
+        return 8
+    from mplint.config import ConfigError, ConfigResolver
+
+    try:
+        return int(ConfigResolver().for_path(path).tensor_core_multiple)
+    except (ConfigError, OSError, ValueError):
+        return 8
 
 
 def _request(target: Target, options: VerifyOptions) -> dict:

@@ -39,6 +39,25 @@ def block_network() -> None:
 
     socket.socket.connect = guard(socket.socket.connect)
     socket.socket.connect_ex = guard(socket.socket.connect_ex)
+    original_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        if name not in _LOCAL_HOSTS and host is not None and not name.startswith("127.") and not _is_ip(name):
+            raise socket.gaierror(f"mplint verify: network access is disabled while verifying (lookup of {name!r})")
+        return original_getaddrinfo(host, *args, **kwargs)
+
+    socket.getaddrinfo = getaddrinfo
+
+
+def _is_ip(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def main(argv: list | None = None) -> int:

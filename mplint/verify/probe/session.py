@@ -151,8 +151,10 @@ def _run_checks(request, channel, module, model, api, policy, train_step, step_n
     _emit(channel, "finite-forward", _guarded("finite-forward", checks.check_finite_forward, forward, descriptions))
     channel.stage("running the same weights under the float32 policy")
     _emit(channel, "float32-agreement", _guarded("float32-agreement", checks.check_float32_agreement, forward))
-    multiple = int(request.get("tensor_core_multiple") or checks.TENSOR_CORE_MULTIPLE)
-    _emit(channel, "tensor-cores", _guarded("tensor-cores", checks.check_tensor_cores, forward, multiple, batch_note))
+    from .tensorcores import TENSOR_CORE_MULTIPLE, check_tensor_cores
+
+    multiple = int(request.get("tensor_core_multiple") or TENSOR_CORE_MULTIPLE)
+    _emit(channel, "tensor-cores", _guarded("tensor-cores", check_tensor_cores, forward, multiple, batch_note))
     if policy not in MIXED:
         from .scaling import check_gradient_underflow, not_float16
 
