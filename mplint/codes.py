@@ -11,6 +11,13 @@ from __future__ import annotations
 RULES: dict[str, tuple[str, str]] = {
     "MP103": ("float16-variables", "outputs"),
     "MP104": ("float16-on-tpu", "outputs"),
+    "MP301": ("units-not-multiple", "tensor_cores"),
+    "MP302": ("filters-not-multiple", "tensor_cores"),
+    "MP303": ("batch-size-not-multiple", "tensor_cores"),
+    "MP304": ("embedding-size-not-multiple", "tensor_cores"),
+    "MP501": ("float16-overflow-constant", "numerics"),
+    "MP502": ("float16-underflow-epsilon", "numerics"),
+    "MP503": ("float16-input-pipeline", "numerics"),
 }
 
 # Engine codes: always on, never suppressed.

@@ -163,16 +163,13 @@ def process(job: Job) -> FileResult:
 
 
 def _worker_init() -> None:
-    """Workers leave Ctrl-C to the parent (which then lets in-flight files finish) and
-    turn SIGTERM into an orderly exit (so a temp file is never left half-written)."""
+    """Workers leave Ctrl-C and SIGTERM to the parent, which stops handing out files,
+    lets the ones in flight finish (each write is atomic) and exits: a signal to the
+    whole process group never breaks the pool half-way."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _exit_on_signal)
-
-
-def _exit_on_signal(signum, frame):  # pragma: no cover - runs in workers
-    raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 class _Pool:

@@ -3,21 +3,46 @@
 `Dense(HIDDEN * 4)`, `Dense(args.units)` with `parser.add_argument("--units",
 default=1000)`, `def block(units=1000): Dense(units)`: rules want the number *and* the
 literal that defines it (to report "from constant HIDDEN, line 3" and to fix it there).
-Only values that are certain are resolved: a name assigned exactly once in its scope,
-a flag with exactly one definition, a parameter's default.
+
+Only values that are certain are resolved:
+- a literal (int, float, string, True/False/None), also negated;
+- a name assigned exactly once in its scope (module, class body or function) by a plain
+  assignment; `global` declarations make a function's assignment a module one; loop,
+  `with`, walrus, augmented and tuple-unpacking targets and imports are not single values;
+- `Config.HIDDEN`: a class attribute assigned once in the body of a module-level class
+  and never assigned from outside (`Config.HIDDEN = ...`);
+- arithmetic (`+ - * / // % **`) and `int()`/`float()` of certain values;
+- `args.units` / `FLAGS.units`: the default of the one argparse `add_argument` / absl
+  `DEFINE_*` flag with that destination, when the namespace comes from `parse_args()`
+  (also through a function of the module that returns it), is absl's `FLAGS`, or is a
+  name conventionally used for parsed flags (`args`, `flags`, `opts`, ...);
+- a parameter's default, when no call in the module passes that parameter (a call with
+  `*args`/`**kwargs` may pass anything, so it counts as passing it).
+Names bound by a comprehension or a lambda shadow constants and are not resolved.
 """
 
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Callable, Union
 
 import libcst as cst
 
 from mplint.analysis.index import ModuleIndex
 
+if TYPE_CHECKING:
+    from mplint.analysis.names import NameResolver
+
 Number = Union[int, float]
+
+# Names that, unbound or bound only by unpacking/parameters, mean parsed command-line flags.
+FLAG_NAMESPACE_NAMES = frozenset(
+    {"args", "arguments", "parsed_args", "cli_args", "cmd_args", "flags", "FLAGS", "opts", "opt",
+     "options", "hparams", "hps", "params", "cfg", "config", "conf"}
+)
+_PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 @dataclass(frozen=True)
@@ -53,6 +78,7 @@ _BINARY_OPS: dict[type, Callable[[object, object], object]] = {
     cst.Modulo: operator.mod,
     cst.Power: operator.pow,
 }
+_MAX_POWER = 4096  # `2 ** 100000` must not stall the linter
 
 
 def literal_number(node: cst.BaseExpression) -> Number | None:
@@ -70,14 +96,31 @@ def literal_number(node: cst.BaseExpression) -> Number | None:
     return None
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class Bindings:
-    """Where each name is bound, per scope (module or function)."""
+    """Where each name is bound, per scope (module, class body or function)."""
 
     def __init__(self, index: ModuleIndex) -> None:
         # (scope node, name) -> list of assigned values (None for non-simple bindings)
         self.bindings: dict[tuple[int, str], list[cst.BaseExpression | None]] = {}
         self.module_values: dict[str, list[cst.BaseExpression]] = {}
         self.all_values: dict[str, list[cst.BaseExpression]] = {}
+        # Dotted targets of attribute assignments anywhere (`Config.HIDDEN = 5`).
+        self.attribute_targets: set[str] = set()
+        self._index = index
+        self._global_names: dict[int, set[str]] = {}
+        self._nonlocal_names: dict[int, set[str]] = {}
+        for node in index.nodes(cst.Global):
+            function = index.enclosing(node, cst.FunctionDef)
+            if function is not None:
+                self._global_names.setdefault(id(function), set()).update(n.name.value for n in node.names)
+        for node in index.nodes(cst.Nonlocal):
+            function = index.enclosing(node, cst.FunctionDef)
+            if function is not None:
+                self._nonlocal_names.setdefault(id(function), set()).update(n.name.value for n in node.names)
         for node in index.nodes(cst.Assign):
             scope = self._scope(index, node)
             for target in node.targets:
@@ -95,15 +138,44 @@ class Bindings:
                 self._bind_target(self._scope(index, node), node.name, None, index)
         for node in index.nodes(cst.NamedExpr):
             self._bind_target(self._scope(index, node), node.target, None, index)
+        for node in (*index.nodes(cst.Import), *index.nodes(cst.ImportFrom)):
+            self._bind_import(index, node)
 
     @staticmethod
     def _scope(index: ModuleIndex, node: cst.CSTNode) -> cst.CSTNode:
         return index.enclosing(node, cst.FunctionDef, cst.Lambda, cst.ClassDef) or index.module
 
+    def _bind_import(self, index: ModuleIndex, node: cst.Import | cst.ImportFrom) -> None:
+        """An import binds a name too (only here: imports have their own table for
+        qualified names), so `HIDDEN = 1000` plus `from cfg import HIDDEN` is not single."""
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+            return
+        scope = self._scope(index, node)
+        for alias in node.names:  # type: ignore[union-attr]
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            else:
+                name = alias.name
+                while isinstance(name, cst.Attribute):
+                    name = name.value
+                if not isinstance(name, cst.Name):
+                    continue
+                local = name.value
+            self.bindings.setdefault((id(scope), local), []).append(None)
+
+    def _declared_scope(self, scope: cst.CSTNode, name: str, index: ModuleIndex) -> cst.CSTNode:
+        """The scope an assignment in `scope` really binds (`global`/`nonlocal`)."""
+        if name in self._global_names.get(id(scope), ()):
+            return index.module
+        if name in self._nonlocal_names.get(id(scope), ()):
+            return index.enclosing(scope, cst.FunctionDef) or index.module
+        return scope
+
     def _bind_target(
         self, scope: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression | None, index: ModuleIndex
     ) -> None:
         if isinstance(target, cst.Name):
+            scope = self._declared_scope(scope, target.value, index)
             self.bindings.setdefault((id(scope), target.value), []).append(value)
             if value is not None:
                 self.all_values.setdefault(target.value, []).append(value)
@@ -117,6 +189,10 @@ class Bindings:
                 self._bind_target(scope, element.value, None, index)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(scope, target.value, None, index)
+        elif isinstance(target, cst.Attribute):
+            dotted = _dotted(target)
+            if dotted is not None:
+                self.attribute_targets.add(dotted)
 
     def single_value(self, scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
         values = self.bindings.get((id(scope), name))
@@ -139,6 +215,17 @@ class Bindings:
         return [v for v in self.bindings.get((id(index.module), name.value), []) if v is not None]
 
 
+def _dotted(node: cst.BaseExpression) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
 class FlagDefaults:
     """Defaults of argparse `add_argument` and absl `flags.DEFINE_*` flags, by dest."""
 
@@ -151,26 +238,30 @@ class FlagDefaults:
             method = func.attr.value
             if method == "add_argument":
                 self._argparse(call)
-            elif method.startswith("DEFINE_") or (isinstance(func.value, cst.Name) and func.value.value == "flags" and method.startswith("DEFINE")):
+            elif method.startswith("DEFINE_"):
                 self._absl(call)
 
     def _argparse(self, call: cst.Call) -> None:
-        names = [a.value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        names = [
+            str(a.value.evaluated_value)
+            for a in call.args
+            if a.keyword is None and isinstance(a.value, cst.SimpleString) and isinstance(a.value.evaluated_value, str)
+        ]
         keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-        default = keywords.get("default")
-        if default is None:
-            return
         dest_node = keywords.get("dest")
         if isinstance(dest_node, cst.SimpleString):
             dest = str(dest_node.evaluated_value)
         else:
-            options = [str(n.evaluated_value) for n in names]  # type: ignore[union-attr]
-            longs = [o for o in options if o.startswith("--")]
-            chosen = longs[0] if longs else (options[0] if options else "")
+            longs = [o for o in names if o.startswith("--")]
+            chosen = longs[0] if longs else (names[0] if names else "")
             dest = chosen.lstrip("-").replace("-", "_")
-        if dest:
-            label = next((str(n.evaluated_value) for n in names if str(n.evaluated_value).startswith("--")), dest)  # type: ignore[union-attr]
-            self.defaults.setdefault(dest, []).append((default, f"flag {label} default"))
+        if not dest:
+            return
+        default = keywords.get("default")
+        label = next((n for n in names if n.startswith("--")), dest)
+        # Every definition counts (a flag defined twice has no single default); one
+        # without `default=` defaults to None.
+        self.defaults.setdefault(dest, []).append((default if default is not None else cst.Name("None"), f"flag {label} default"))
 
     def _absl(self, call: cst.Call) -> None:
         positional = [a.value for a in call.args if a.keyword is None]
@@ -182,15 +273,29 @@ class FlagDefaults:
             self.defaults.setdefault(name, []).append((default, f"flag --{name} default"))
 
 
+@dataclass(frozen=True)
+class _Binding:
+    """What a name stands for where it is used: an expression and how to call it."""
+
+    expr: cst.BaseExpression
+    label: str  # "constant HIDDEN", "variable units", "parameter units default"
+    name: str
+
+
 class ValueResolver:
     """Resolves expressions to constant values with their sources."""
 
     MAX_DEPTH = 12
 
-    def __init__(self, index: ModuleIndex, bindings: Bindings) -> None:
+    def __init__(self, index: ModuleIndex, bindings: Bindings, names: "NameResolver | None" = None) -> None:
         self.index = index
         self.bindings = bindings
+        self.names = names
         self._flags: FlagDefaults | None = None
+        self._calls_by_callee: dict[str, list[cst.Call]] | None = None
+        self._module_classes: dict[str, cst.ClassDef] | None = None
+        self._holders: dict[str, list[cst.Call]] | None = None
+        self._returns: dict[str, list[cst.BaseExpression]] | None = None
 
     @property
     def flags(self) -> FlagDefaults:
@@ -198,6 +303,7 @@ class ValueResolver:
             self._flags = FlagDefaults(self.index)
         return self._flags
 
+    # -- public -------------------------------------------------------------------
     def resolve(self, node: cst.BaseExpression, depth: int = 0) -> Value | None:
         """The constant value of `node` (evaluated where it appears), or None."""
         if depth > self.MAX_DEPTH:
@@ -210,76 +316,276 @@ class ValueResolver:
         if isinstance(node, cst.Name):
             if node.value in ("True", "False", "None"):
                 return Value({"True": True, "False": False, "None": None}[node.value], (Source(node, "literal"),))
-            return self._resolve_name(node, depth)
+            binding = self.lookup(node)
+            return self._through(binding, depth) if binding is not None else None
         if isinstance(node, cst.BinaryOperation):
-            op = _BINARY_OPS.get(type(node.operator))
-            if op is None:
-                return None
-            left = self.resolve(node.left, depth + 1)
-            right = self.resolve(node.right, depth + 1)
-            if left is None or right is None:
-                return None
-            if not all(isinstance(v.value, (int, float)) and not isinstance(v.value, bool) for v in (left, right)):
-                return None
-            try:
-                result = op(left.value, right.value)
-            except (ArithmeticError, ValueError, OverflowError):
-                return None
-            return Value(result, left.sources + right.sources)
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            return self._arithmetic(node, depth)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
             inner = self.resolve(node.expression, depth + 1)
-            if inner is not None and isinstance(inner.value, (int, float)):
-                return Value(-inner.value, inner.sources)
+            if inner is not None and _is_number(inner.value):
+                value = -inner.value if isinstance(node.operator, cst.Minus) else inner.value  # type: ignore[operator]
+                return Value(value, inner.sources)
             return None
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("int", "float"):
-            if len(node.args) == 1 and node.args[0].keyword is None:
+            if len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
                 inner = self.resolve(node.args[0].value, depth + 1)
-                if inner is not None and isinstance(inner.value, (int, float)):
+                if inner is not None and _is_number(inner.value):
                     cast = int if node.func.value == "int" else float
-                    return Value(cast(inner.value), inner.sources)
+                    return Value(cast(inner.value), inner.sources)  # type: ignore[arg-type]
             return None
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value != "self":
-            defaults = self.flags.defaults.get(node.attr.value)
-            if defaults and len(defaults) == 1:
-                default, label = defaults[0]
-                inner = self.resolve(default, depth + 1)
-                if inner is not None:
-                    return Value(inner.value, tuple(Source(s.literal, label if s.via == "literal" else s.via, node.attr.value) for s in inner.sources))
+        if isinstance(node, cst.Attribute):
+            binding = self.lookup_attribute(node)
+            return self._through(binding, depth) if binding is not None else None
         return None
 
-    def _resolve_name(self, node: cst.Name, depth: int) -> Value | None:
-        name = node.value
-        function = self.index.enclosing(node, cst.FunctionDef)
-        while function is not None:
-            param = _parameter(function, name)
-            if self.bindings.is_bound(function, name):
-                if param is not None:
-                    return None  # a parameter that is re-assigned: no single value
-                value = self.bindings.single_value(function, name)
-                return self._from_binding(value, name, "variable", depth)
-            if param is not None:
-                if param.default is None:
-                    return None
-                inner = self.resolve(param.default, depth + 1)
-                if inner is None:
-                    return None
-                return Value(inner.value, tuple(
-                    Source(s.literal, f"parameter {name} default" if s.via == "literal" else s.via, s.name or name)
-                    for s in inner.sources
-                ))
-            function = self.index.enclosing(function, cst.FunctionDef)
-        value = self.bindings.single_value(self.index.module, name)
-        return self._from_binding(value, name, "constant", depth)
-
-    def _from_binding(self, value: cst.BaseExpression | None, name: str, kind: str, depth: int) -> Value | None:
-        if value is None:
+    def resolve_elements(self, node: cst.BaseExpression, depth: int = 0) -> list[Value | None] | None:
+        """The values of a list/tuple written here or bound once to a name
+        (`SIZES = [30, 60]`), also repeated (`[BATCH] * 3`); None if not a sequence.
+        Elements that are not constant are None."""
+        if depth > self.MAX_DEPTH:
             return None
-        inner = self.resolve(value, depth + 1)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            if any(isinstance(e, cst.StarredElement) for e in node.elements):
+                return None
+            return [self.resolve(e.value, depth + 1) for e in node.elements]
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            for side in (node.left, node.right):
+                if isinstance(side, (cst.List, cst.Tuple, cst.Name, cst.Attribute)):
+                    found = self.resolve_elements(side, depth + 1)
+                    if found is not None:
+                        return found
+            return None
+        binding = None
+        if isinstance(node, cst.Name):
+            binding = self.lookup(node)
+        elif isinstance(node, cst.Attribute):
+            binding = self.lookup_attribute(node)
+        if binding is None:
+            return None
+        inner = self.resolve_elements(binding.expr, depth + 1)
         if inner is None:
             return None
+        return [self._relabel(v, binding) if v is not None else None for v in inner]
+
+    def lookup(self, node: cst.Name) -> _Binding | None:
+        """The one expression a name stands for where it is used, or None."""
+        name = node.value
+        if self._bound_by_comprehension(node, name):
+            return None
+        scope = self.index.enclosing(node, cst.FunctionDef, cst.Lambda, cst.ClassDef)
+        if isinstance(scope, cst.ClassDef):
+            if self.bindings.is_bound(scope, name):
+                value = self.bindings.single_value(scope, name)
+                return _Binding(value, f"constant {name}", name) if value is not None else None
+            scope = self.index.enclosing(scope, cst.FunctionDef, cst.Lambda)
+        while scope is not None:
+            if isinstance(scope, cst.Lambda):
+                if _lambda_parameter(scope, name):
+                    return None
+            else:
+                param = _parameter(scope, name)
+                if self.bindings.is_bound(scope, name):
+                    if param is not None:
+                        return None  # a parameter that is re-assigned: no single value
+                    value = self.bindings.single_value(scope, name)
+                    return _Binding(value, f"variable {name}", name) if value is not None else None
+                if param is not None:
+                    if param.default is None or self._passed_explicitly(scope, param):
+                        return None
+                    return _Binding(param.default, f"parameter {name} default", name)
+            scope = self.index.enclosing(scope, cst.FunctionDef, cst.Lambda)
+        value = self.bindings.single_value(self.index.module, name)
+        return _Binding(value, f"constant {name}", name) if value is not None else None
+
+    def lookup_attribute(self, node: cst.Attribute) -> _Binding | None:
+        """`Config.HIDDEN` (a class attribute) or `args.units` (a flag default)."""
+        base = node.value
+        if not isinstance(base, cst.Name):
+            return None
+        attr = node.attr.value
+        classdef = self._module_class(base)
+        if classdef is not None:
+            dotted = f"{base.value}.{attr}"
+            if dotted in self.bindings.attribute_targets:
+                return None
+            value = self.bindings.single_value(classdef, attr)
+            return _Binding(value, f"constant {dotted}", dotted) if value is not None else None
+        if not self.is_flag_namespace(base):
+            return None
+        defaults = self.flags.defaults.get(attr)
+        if defaults and len(defaults) == 1:
+            default, label = defaults[0]
+            return _Binding(default, label, attr)
+        return None
+
+    def is_flag_namespace(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether `node` holds parsed command-line flags (argparse namespace, absl FLAGS)."""
+        if depth > 4:
+            return False
+        if isinstance(node, cst.Subscript):  # parser.parse_known_args()[0]
+            return self.is_flag_namespace(node.value, depth + 1)
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _PARSE_METHODS:
+                return True
+            if isinstance(func, cst.Name):
+                return any(self.is_flag_namespace(r, depth + 1) for r in self._returns_of(func.value))
+            return False
+        if isinstance(node, cst.Attribute):
+            if node.attr.value != "FLAGS":
+                return False
+            qualified = self.names.qualified(node) if self.names is not None else None
+            return qualified is None or qualified.endswith("flags.FLAGS")
+        if isinstance(node, cst.Name):
+            if self.names is not None:
+                qualified = self.names.qualified(node)
+                if qualified is not None and qualified.endswith("flags.FLAGS"):
+                    return True
+            values = self.bindings.values_visible(node, self.index)
+            if values:
+                return all(self.is_flag_namespace(v, depth + 1) for v in values)
+            return node.value in FLAG_NAMESPACE_NAMES
+        return False
+
+    # -- internals ----------------------------------------------------------------
+    def _through(self, binding: _Binding, depth: int) -> Value | None:
+        inner = self.resolve(binding.expr, depth + 1)
+        return self._relabel(inner, binding) if inner is not None else None
+
+    @staticmethod
+    def _relabel(inner: Value, binding: _Binding) -> Value:
+        """Sources written directly in the binding take its label; deeper ones keep theirs."""
         return Value(inner.value, tuple(
-            Source(s.literal, f"{kind} {name}" if s.via == "literal" else s.via, s.name or name) for s in inner.sources
+            Source(s.literal, binding.label, binding.name) if s.via == "literal" else s for s in inner.sources
         ))
+
+    def _arithmetic(self, node: cst.BinaryOperation, depth: int) -> Value | None:
+        op = _BINARY_OPS.get(type(node.operator))
+        if op is None:
+            return None
+        left = self.resolve(node.left, depth + 1)
+        right = self.resolve(node.right, depth + 1)
+        if left is None or right is None or not (_is_number(left.value) and _is_number(right.value)):
+            return None
+        if isinstance(node.operator, cst.Power) and abs(right.value) > _MAX_POWER:  # type: ignore[arg-type]
+            return None
+        try:
+            result = op(left.value, right.value)
+        except (ArithmeticError, ValueError, OverflowError):
+            return None
+        if isinstance(result, complex):
+            return None
+        return Value(result, left.sources + right.sources)
+
+    def _bound_by_comprehension(self, node: cst.Name, name: str) -> bool:
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+            if isinstance(ancestor, _COMPREHENSIONS):
+                for_in: cst.CompFor | None = ancestor.for_in
+                while for_in is not None:
+                    if name in _target_names(for_in.target):
+                        return True
+                    for_in = for_in.inner_for_in
+        return False
+
+    def _module_class(self, base: cst.Name) -> cst.ClassDef | None:
+        if self._module_classes is None:
+            self._module_classes = {}
+            for classdef in self.index.nodes(cst.ClassDef):
+                if self.index.enclosing(classdef, cst.FunctionDef, cst.ClassDef) is None:
+                    self._module_classes[classdef.name.value] = classdef
+        classdef = self._module_classes.get(base.value)
+        if classdef is None:
+            return None
+        # The name must mean the class where it is used: not rebound anywhere in between.
+        if self.bindings.is_bound(self.index.module, base.value):
+            return None
+        scope = self.index.enclosing(base, cst.FunctionDef, cst.Lambda)
+        while scope is not None:
+            if self.bindings.is_bound(scope, base.value) or (
+                isinstance(scope, cst.FunctionDef) and _parameter(scope, base.value) is not None
+            ):
+                return None
+            scope = self.index.enclosing(scope, cst.FunctionDef, cst.Lambda)
+        return classdef
+
+    # -- parameters passed explicitly -----------------------------------------------
+    def _calls_named(self, name: str) -> list[cst.Call]:
+        if self._calls_by_callee is None:
+            grouped: dict[str, list[cst.Call]] = {}
+            for call in self.index.nodes(cst.Call):
+                func = call.func
+                callee = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+                if callee is not None:
+                    grouped.setdefault(callee, []).append(call)
+            self._calls_by_callee = grouped
+        return self._calls_by_callee.get(name, [])
+
+    def _returns_of(self, function_name: str) -> list[cst.BaseExpression]:
+        """Return values of the module's functions with this name."""
+        if self._returns is None:
+            returns: dict[str, list[cst.BaseExpression]] = {}
+            for ret in self.index.nodes(cst.Return):
+                function = self.index.enclosing(ret, cst.FunctionDef)
+                if function is not None and ret.value is not None:
+                    returns.setdefault(function.name.value, []).append(ret.value)
+            self._returns = returns
+        return self._returns.get(function_name, [])
+
+    def _passed_explicitly(self, function: cst.FunctionDef, param: cst.Param) -> bool:
+        """Whether any call in the module may pass `param` (so its default is not its value)."""
+        name = param.name.value
+        classdef = _class_of_method(self.index, function)
+        is_method = classdef is not None and not _is_staticmethod(function)
+        if classdef is not None and function.name.value == "__init__":
+            callees = [classdef.name.value]
+        else:
+            callees = [function.name.value]
+        params = function.params
+        positional = [*params.posonly_params, *params.params]
+        position = next((i for i, p in enumerate(positional) if p is param), None)
+        if position is not None and is_method:
+            position -= 1
+        for callee in callees:
+            for call in self._calls_named(callee):
+                if any(a.star in ("*", "**") for a in call.args):
+                    return True
+                if any(a.keyword is not None and a.keyword.value == name for a in call.args):
+                    return True
+                count = sum(1 for a in call.args if a.keyword is None)
+                if position is not None and 0 <= position < count:
+                    return True
+            # `functools.partial(build, units=64)` and `KerasClassifier(build, units=64)`.
+            for holder in self._calls_passing_name(callee):
+                if any(a.star == "**" or (a.keyword is not None and a.keyword.value == name) for a in holder.args):
+                    return True
+        return False
+
+    def _calls_passing_name(self, name: str) -> list[cst.Call]:
+        """Calls that get the name as an argument (`partial(build, ...)`)."""
+        if self._holders is None:
+            holders: dict[str, list[cst.Call]] = {}
+            for node in self.index.nodes(cst.Arg):
+                if isinstance(node.value, cst.Name):
+                    holder = self.index.parent_of(node)
+                    if isinstance(holder, cst.Call):
+                        holders.setdefault(node.value.value, []).append(holder)
+            self._holders = holders
+        return self._holders.get(name, [])
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: set[str] = set()
+        for element in target.elements:
+            names |= _target_names(element.value)
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
 
 
 def _parameter(function: cst.FunctionDef, name: str) -> cst.Param | None:
@@ -291,3 +597,21 @@ def _parameter(function: cst.FunctionDef, name: str) -> cst.Param | None:
         if isinstance(star, cst.Param) and star.name.value == name:
             return star
     return None
+
+
+def _lambda_parameter(function: cst.Lambda, name: str) -> bool:
+    params = function.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    names += [s.name.value for s in (params.star_arg, params.star_kwarg) if isinstance(s, cst.Param)]
+    return name in names
+
+
+def _class_of_method(index: ModuleIndex, function: cst.FunctionDef) -> cst.ClassDef | None:
+    """The class whose body defines `function` directly, or None."""
+    block = index.parent_of(function)
+    holder = index.parent_of(block) if block is not None else None
+    return holder if isinstance(holder, cst.ClassDef) else None
+
+
+def _is_staticmethod(function: cst.FunctionDef) -> bool:
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators)

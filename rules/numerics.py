@@ -1,0 +1,498 @@
+"""MP5xx: float16 numerics hazards (constants float16 cannot hold, float16 inputs).
+
+Which code counts as computing in float16 is decided once per module by
+`rules._float16_code.Float16Code` (layer code everywhere, `@tf.function` code under a
+float16 policy); the input pipeline by `rules._input_pipeline.InputPipeline`. The
+float16 arithmetic itself is `rules._float16` (exact IEEE binary16 rounding).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from mplint.analysis.calls import arg_value
+from mplint.analysis.values import literal_number
+from mplint.diagnostics import FixAvailability, Severity
+from mplint.prefilter import is_float16_hazard
+from mplint.rule import Replace, Rule
+
+from ._float16 import SAFE_EPSILON_TEXT, overflows, rounds_to_zero, spell
+from ._float16_code import ARITHMETIC, AUG_ARITHMETIC, LAYER, Constant, Float16Code
+from ._input_pipeline import InputPipeline, float16_dtype_fix
+
+# Select a value by mask: (canonical name, positions of the two branches, their keywords).
+WHERE_FUNCS = {
+    "tensorflow.where": ((1, 2), ("x", "y")),
+    "tensorflow.compat.v1.where": ((1, 2), ("x", "y")),
+    "tensorflow.where_v2": ((1, 2), ("x", "y")),
+    "keras.ops.where": ((1, 2), ("x1", "x2")),
+    "keras.backend.switch": ((1, 2), ("then_expression", "else_expression")),
+    "tensorflow.experimental.numpy.where": ((1, 2), ("x", "y")),
+}
+FULL_LIKE = frozenset({"keras.ops.full_like", "tensorflow.experimental.numpy.full_like"})
+# Make a tensor of a value in a given dtype: (canonical name, position of the dtype).
+CONVERT_WITH_DTYPE = {
+    "tensorflow.constant": 1,
+    "tensorflow.cast": 1,
+    "tensorflow.dtypes.cast": 1,
+    "tensorflow.convert_to_tensor": 1,
+    "keras.ops.cast": 1,
+    "keras.ops.convert_to_tensor": 1,
+    "keras.backend.cast": 1,
+    "keras.backend.constant": 1,
+}
+# Floors: the epsilon argument's position and keyword; the tensor is the other argument.
+CLAMPS = {
+    "tensorflow.maximum": (1, "y"),
+    "tensorflow.math.maximum": (1, "y"),
+    "keras.ops.maximum": (1, "x2"),
+    "keras.backend.maximum": (1, "y"),
+    "tensorflow.clip_by_value": (1, "clip_value_min"),
+    "keras.ops.clip": (1, "x_min"),
+    "keras.backend.clip": (1, "min_value"),
+}
+# Ops that add their epsilon in the input's dtype (checked in tf 2.21 / Keras 3.15).
+EPSILON_OPS = {
+    "tensorflow.math.l2_normalize": (2, "epsilon"),
+    "tensorflow.nn.l2_normalize": (2, "epsilon"),
+    "tensorflow.linalg.l2_normalize": (2, "epsilon"),
+    "tensorflow.nn.batch_normalization": (5, "variance_epsilon"),
+    "keras.ops.batch_normalization": (6, "epsilon"),
+    "keras.backend.batch_normalization": (6, "epsilon"),
+}
+# Layers whose epsilon is added in float16 under mixed_float16 (see docs/numerics.md):
+# name -> (position of epsilon, only for Keras 2?)
+FLOAT16_EPSILON_LAYERS = {
+    "keras.layers.GroupNormalization": (2, True),
+    "tensorflow_addons.layers.GroupNormalization": (2, False),
+    "tensorflow_addons.layers.InstanceNormalization": (None, False),
+}
+
+
+def _spelled_by_hazard_literal(constant: Constant) -> bool:
+    """The value comes from a literal float16 cannot hold itself (`1e9`, `1e-12`), not from
+    arithmetic on small ones (`1000 * 1000`): what the pre-filter can see in the text."""
+    for source in constant.sources:
+        number = literal_number(source.literal)
+        if number is not None and is_float16_hazard(abs(number)):
+            return True
+    return False
+
+
+def _overflowing(constant: Constant | None) -> bool:
+    return constant is not None and overflows(constant.value) and _spelled_by_hazard_literal(constant)
+
+
+def _vanishing(constant: Constant | None) -> bool:
+    return constant is not None and rounds_to_zero(constant.value) and _spelled_by_hazard_literal(constant)
+
+
+def _ones_like(facts, expr: cst.BaseExpression) -> bool:
+    """`-1e9 * tf.ones_like(x)`: a tensor filled with the constant."""
+    return isinstance(expr, cst.Call) and (facts.qualified(expr.func) or "").endswith(".ones_like")
+
+
+def _describe(facts, constant: Constant) -> str:
+    code = facts.module.code_for_node(constant.node).strip()
+    if constant.is_literal_here:
+        return f"`{code}`"
+    via = constant.sources[0].via if constant.sources else "value"
+    return f"`{code}` ({via} = {spell(constant.value)})"
+
+
+def _has_wide_dtype(code: Float16Code, call: cst.Call) -> bool:
+    """The call is given a float32/float64 `dtype=`."""
+    dtype = arg_value(call, None, "dtype")
+    return dtype is not None and code.is_wide_dtype(dtype)
+
+
+class Float16OverflowConstant(Rule):
+    """## What it does
+    Finds constants beyond float16's range (|x| >= 65520, e.g. `1e9`, `1e30`, or a name
+    bound to one: `INF = 1e6`) used in arithmetic with tensors, as a `tf.where` /
+    `keras.ops.where` fill value, in `full_like`, or converted with a tensor's dtype
+    (`tf.constant(-1e9, dtype=x.dtype)`), in code that computes in the layer's dtype:
+    the `call` of Keras `Layer`/`Model` subclasses (also through a layer class of the same
+    module), functions given to `keras.layers.Lambda`, the module's functions and methods
+    they call, and `@tf.function` code when the module runs `mixed_float16`.
+
+    Layer code is checked in every module, whether or not it sets a policy (a model zoo's
+    attention layer runs under its user's policy), unless the module sets only policies
+    without float16 (`mixed_bfloat16`, `float32`) or the class pins `dtype="float32"`.
+    Not reported: code that already chose a dtype-aware value (`x.dtype.min`,
+    `tf.float16.min`, `np.finfo`, a branch on the dtype), code known to compute in
+    float32 (`tf.cast(x, tf.float32)` first, float32-created tensors), integer constants
+    with no float in the expression (index and hash arithmetic).
+
+    ## Why is this bad?
+    float16 tops out at 65504. Under `mixed_float16` a layer computes in float16, so
+    `-1e9` becomes `-inf`, and the usual mask arithmetic turns into NaN:
+    `(1 - mask) * -1e9` is `0 * -inf = NaN` wherever the mask is 1, and a softmax over
+    a fully masked row of `-inf` is NaN. The model trained fine in float32.
+
+    ## Example
+    ```python
+    class Attention(tf.keras.layers.Layer):
+        def call(self, scores, mask):
+            scores = scores - 1e30 * (1.0 - mask)
+            return tf.nn.softmax(scores)
+    ```
+
+    ## Use instead
+    ```python
+    class Attention(tf.keras.layers.Layer):
+        def call(self, scores, mask):
+            scores = scores - scores.dtype.max * (1.0 - mask)
+            return tf.nn.softmax(scores)
+    ```
+
+    ## Fix safety
+    Unsafe: it changes the value (to the tensor's dtype limit, -65504/65504 in float16,
+    ±3.4e38 in float32). Offered only where the constant is a mask fill value (multiplied
+    by a mask-like expression, or the fill of `where`/`full_like`/`tf.constant(...,
+    dtype=x.dtype)`), a tensor of the same dtype is at hand (a parameter or a local tensor
+    in the same expression), and the tensors are TensorFlow tensors (the module imports
+    TensorFlow or targets Keras 2): `x.dtype.min` is a `tf.DType` limit there, also in
+    Keras 3 (symbolic tensors in `call` are TensorFlow tensors too). Positive constants
+    become `x.dtype.max`, negative ones `x.dtype.min`. A constant that scales values
+    (`x * 1e6`, `x / 1e6`) or comes from a parameter default or a flag is reported
+    without a fix: compute that part in float32.
+    """
+
+    code = "MP501"
+    name = "float16-overflow-constant"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.SOMETIMES
+
+    def check(self) -> None:
+        code = self.facts.analysis(Float16Code)
+        reported: set[int] = set()
+        for constant, kind, tensor, fill in self._hazards(code):
+            if id(constant.node) in reported:
+                continue
+            if code.under_dtype_branch(constant.node) or code.dtype_aware_nearby(constant.node):
+                continue
+            if any(code.under_dtype_branch(s.literal) for s in constant.sources if s.via != "literal"):
+                continue
+            reported.add(id(constant.node))
+            self._report(code, constant, kind, tensor if fill else None)
+
+    def _hazards(self, code: Float16Code) -> Iterator[tuple[Constant, str, cst.Name | None, bool]]:
+        """(constant, region kind, tensor a dtype-aware value can use, is it a fill value)."""
+        facts = self.facts
+        for operation in code.nodes_in_regions(cst.BinaryOperation):
+            if not isinstance(operation.operator, ARITHMETIC) or code.constant(operation) is not None:
+                continue
+            for side, other in ((operation.left, operation.right), (operation.right, operation.left)):
+                constant = code.constant(side)
+                if not _overflowing(constant):
+                    continue
+                root = code.tree_root(operation)
+                leaves = code.leaves(root)
+                if not code.has_tensor_operand(leaves) or code.any_wide([l for l in leaves if l is not side]):
+                    continue
+                if code.host_computed(root):
+                    continue
+                if isinstance(constant.value, int) and not self._float_context(code, leaves):
+                    continue
+                fill = isinstance(operation.operator, cst.Multiply) and (code.mask_like(other) or _ones_like(facts, other))
+                yield constant, code.region_of(operation), code.dtype_source(leaves), fill  # type: ignore[misc]
+        for assign in code.nodes_in_regions(cst.AugAssign):
+            if type(assign.operator) not in AUG_ARITHMETIC:
+                continue
+            constant = code.constant(assign.value)
+            if not _overflowing(constant) or isinstance(constant.value, int):
+                continue
+            if code.is_wide(assign.target):
+                continue
+            yield constant, code.region_of(assign), code.tensor_name(assign.target), False  # type: ignore[misc]
+        for call in code.nodes_in_regions(cst.Call):
+            qualified = facts.qualified(call.func)
+            if qualified in WHERE_FUNCS:
+                positions, keywords = WHERE_FUNCS[qualified]
+                branches = [arg_value(call, p, k) for p, k in zip(positions, keywords)]
+                for branch, other in ((branches[0], branches[1]), (branches[1], branches[0])):
+                    constant = code.constant(branch) if branch is not None else None
+                    if not _overflowing(constant) or isinstance(constant.value, int):
+                        continue
+                    if other is None or code.constant(other) is not None or code.is_wide(other):
+                        continue  # where(c, -1e9, 0.0) builds a float32 tensor
+                    yield constant, code.region_of(call), code.tensor_name(other), True  # type: ignore[misc]
+            elif qualified in FULL_LIKE:
+                fill_value = arg_value(call, 1, "fill_value")
+                constant = code.constant(fill_value) if fill_value is not None else None
+                if not _overflowing(constant) or isinstance(constant.value, int):
+                    continue
+                like = arg_value(call, 0, "x", "a")
+                if _has_wide_dtype(code, call) or (like is not None and code.is_wide(like)):
+                    continue
+                yield constant, code.region_of(call), code.tensor_name(like), True  # type: ignore[misc]
+            elif qualified in CONVERT_WITH_DTYPE:
+                value = arg_value(call, 0, "value", "x")
+                constant = code.constant(value) if value is not None else None
+                if not _overflowing(constant) or isinstance(constant.value, int):
+                    continue
+                dtype = arg_value(call, CONVERT_WITH_DTYPE[qualified], "dtype")
+                names = facts.policy.policy_names(dtype) if dtype is not None else None
+                if dtype is None or (names and not names & {"float16", "half"}):
+                    continue  # float32 by default, or a known dtype other than float16
+                tensor = None
+                if isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype" and isinstance(dtype.value, cst.Name):
+                    tensor = dtype.value
+                yield constant, code.region_of(call), tensor, True  # type: ignore[misc]
+
+    @staticmethod
+    def _float_context(code: Float16Code, leaves: list[cst.BaseExpression]) -> bool:
+        """An integer constant overflows float16 only in float arithmetic: require a float
+        literal or a cast in the same expression."""
+        for leaf in leaves:
+            constant = code.constant(leaf)
+            if constant is not None and isinstance(constant.value, float):
+                return True
+            if isinstance(leaf, cst.Call) and code.facts.qualified(leaf.func) in CONVERT_WITH_DTYPE:
+                return True
+        return False
+
+    def _report(self, code: Float16Code, constant: Constant, kind: str, tensor: cst.Name | None) -> None:
+        infinity = "-inf" if constant.value < 0 else "inf"
+        limit = "min" if constant.value < 0 else "max"
+        where = "layer code" if kind == LAYER else "@tf.function"
+        message = (
+            f"{_describe(self.facts, constant)} overflows float16 (max 65504) and becomes {infinity} "
+            f"when this {where} computes in float16 under mixed_float16 (NaN after `inf * 0` or a "
+            f"softmax over -inf); "
+        )
+        fix = None
+        if tensor is not None and constant.fixed_in_code and code.runs_on_tensorflow():
+            spelled = f"{tensor.value}.dtype.{limit}"
+            message += f"use the dtype-aware `{spelled}`"
+            replacement = cst.Attribute(
+                value=cst.Attribute(value=cst.Name(tensor.value), attr=cst.Name("dtype")), attr=cst.Name(limit)
+            )
+            fix = self.fix(f"Use `{spelled}`", [Replace(constant.node, replacement)], unsafe=True)
+        else:
+            message += "compute this part in float32 (cast first) or use a dtype-aware value like `x.dtype.min`"
+        self.report(constant.node, message, fix=fix)
+
+
+class Float16UnderflowEpsilon(Rule):
+    """## What it does
+    Finds epsilons that float16 rounds to zero (below about 3e-8: `1e-8`, `1e-10`,
+    `1e-12`, or a name bound to one) where they guard a division, root or log in code
+    that computes in the layer's dtype (the same code as MP501): added to a tensor
+    (`x / (norm + 1e-12)`), used as a floor (`tf.maximum(norm, 1e-12)`,
+    `tf.clip_by_value(p, 1e-10, 1.0)`), or passed as the epsilon of ops that add it in
+    the input's dtype (`tf.math.l2_normalize`, `tf.nn.batch_normalization`,
+    `keras.ops.batch_normalization`). Also the `epsilon=` of normalization layers that
+    compute in float16 under `mixed_float16`: `GroupNormalization` in Keras 2 (tf-keras)
+    and TensorFlow Addons' `GroupNormalization`/`InstanceNormalization`.
+
+    Not reported: Keras's `LayerNormalization`, `BatchNormalization`,
+    `RMSNormalization` (and Keras 3's `GroupNormalization`): they compute in float32
+    under a mixed policy, so `LayerNormalization(epsilon=1e-12)` is fine. Nor code known
+    to compute in float32, or epsilons float16 keeps as a subnormal (`1e-7`,
+    `keras.backend.epsilon()`).
+
+    ## Why is this bad?
+    float16's smallest number is 6e-8; anything below half of that rounds to 0. In float16
+    `x / (norm + 1e-12)` is `0 / 0 = NaN` for a zero vector, `rsqrt(var + 1e-12)` is inf
+    for a constant input, `log(p + 1e-10)` is -inf when `p` underflows.
+
+    ## Example
+    ```python
+    class Normalize(tf.keras.layers.Layer):
+        def call(self, x):
+            return x / (tf.norm(x, axis=-1, keepdims=True) + 1e-12)
+    ```
+
+    ## Use instead
+    ```python
+    class Normalize(tf.keras.layers.Layer):
+        def call(self, x):
+            return x / (tf.norm(x, axis=-1, keepdims=True) + 1e-7)
+    ```
+
+    ## Fix safety
+    Unsafe: the epsilon becomes `1e-7` (Keras's default `backend.epsilon()`; float16
+    keeps it as 1.2e-7), which also changes float32 results slightly. The literal is
+    rewritten where it is written (at the constant's definition when it comes from one);
+    an epsilon from a parameter default or a flag is reported without a fix.
+    """
+
+    code = "MP502"
+    name = "float16-underflow-epsilon"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.SOMETIMES
+
+    def check(self) -> None:
+        code = self.facts.analysis(Float16Code)
+        reported: set[int] = set()
+        for constant, kind, what in self._hazards(code):
+            if id(constant.node) in reported:
+                continue
+            if code.under_dtype_branch(constant.node) or code.dtype_aware_nearby(constant.node):
+                continue
+            reported.add(id(constant.node))
+            self._report(constant, kind, what)
+        if not code.float16_excluded:
+            self._check_layers(reported)
+
+    def _hazards(self, code: Float16Code) -> Iterator[tuple[Constant, str, str]]:
+        facts = self.facts
+        for operation in code.nodes_in_regions(cst.BinaryOperation):
+            if not isinstance(operation.operator, (cst.Add, cst.Subtract)) or code.constant(operation) is not None:
+                continue
+            for side in (operation.left, operation.right):
+                constant = code.constant(side)
+                if not _vanishing(constant):
+                    continue
+                root = code.tree_root(operation)
+                leaves = code.leaves(root)
+                if code.host_computed(root):
+                    continue
+                if code.has_tensor_operand(leaves) and not code.any_wide([l for l in leaves if l is not side]):
+                    yield constant, code.region_of(operation), "added to a tensor"  # type: ignore[misc]
+        for assign in code.nodes_in_regions(cst.AugAssign):
+            if isinstance(assign.operator, (cst.AddAssign, cst.SubtractAssign)):
+                constant = code.constant(assign.value)
+                if _vanishing(constant) and not code.is_wide(assign.target):
+                    yield constant, code.region_of(assign), "added to a tensor"  # type: ignore[misc]
+        for call in code.nodes_in_regions(cst.Call):
+            qualified = facts.qualified(call.func)
+            if qualified in CLAMPS:
+                position, keyword = CLAMPS[qualified]
+                floor = arg_value(call, position, keyword)
+                tensor = arg_value(call, 0, "x", "t", "x1")
+                if qualified.endswith("maximum"):
+                    # tf.maximum(1e-12, x) is the same floor
+                    first = arg_value(call, 0, "x", "x1")
+                    if first is not None and code.constant(first) is not None:
+                        floor, tensor = first, floor
+                constant = code.constant(floor) if floor is not None else None
+                if _vanishing(constant) and not (tensor is not None and code.is_wide(tensor)):
+                    yield constant, code.region_of(call), "used as a floor"  # type: ignore[misc]
+            elif qualified in EPSILON_OPS:
+                position, keyword = EPSILON_OPS[qualified]
+                epsilon = arg_value(call, position, keyword)
+                constant = code.constant(epsilon) if epsilon is not None else None
+                tensor = arg_value(call, 0, "x")
+                if _vanishing(constant) and not (tensor is not None and code.is_wide(tensor)):
+                    short = qualified.rsplit(".", 1)[-1]
+                    yield constant, code.region_of(call), f"as the epsilon of `{short}`"  # type: ignore[misc]
+
+    def _check_layers(self, reported: set[int]) -> None:
+        facts = self.facts
+        code = facts.analysis(Float16Code)
+        for call in facts.calls_to(*FLOAT16_EPSILON_LAYERS):
+            qualified = facts.qualified(call.func)
+            position, keras2_only = FLOAT16_EPSILON_LAYERS[qualified]  # type: ignore[index]
+            if keras2_only and not facts.target.is_keras2:
+                continue
+            if _has_wide_dtype(code, call):
+                continue
+            epsilon = arg_value(call, position, "epsilon")
+            constant = code.constant(epsilon) if epsilon is not None else None
+            if not _vanishing(constant) or id(constant.node) in reported:
+                continue
+            reported.add(id(constant.node))
+            layer = qualified.rsplit(".", 1)[-1]  # type: ignore[union-attr]
+            origin = "TensorFlow Addons'" if qualified.startswith("tensorflow_addons.") else "Keras 2's (tf-keras)"  # type: ignore[union-attr]
+            message = (
+                f"epsilon {_describe(facts, constant)} rounds to 0 in float16: {origin} {layer} adds it "
+                f"in float16 under mixed_float16, so a constant group gives NaN; "
+            )
+            self._finish(constant, message)
+
+    def _report(self, constant: Constant, kind: str, what: str) -> None:
+        where = "layer code" if kind == LAYER else "@tf.function"
+        message = (
+            f"epsilon {_describe(self.facts, constant)} {what} rounds to 0 in float16 (smallest float16: "
+            f"6e-8) and no longer guards against division by zero, rsqrt(0) or log(0) when this {where} "
+            f"computes in float16 under mixed_float16; "
+        )
+        self._finish(constant, message)
+
+    def _finish(self, constant: Constant, message: str) -> None:
+        target = self._fix_target(constant)
+        fix = None
+        if target is not None:
+            message += f"use a float16-safe epsilon such as {SAFE_EPSILON_TEXT}"
+            fix = self.fix(f"Use epsilon {SAFE_EPSILON_TEXT}", [Replace(target, cst.Float(SAFE_EPSILON_TEXT))], unsafe=True)
+        else:
+            message += f"use a float16-safe epsilon (>= {SAFE_EPSILON_TEXT}) or compute this part in float32"
+        self.report(constant.node, message, fix=fix)
+
+    def _fix_target(self, constant: Constant) -> cst.CSTNode | None:
+        """The positive literal that spells the epsilon, where it is written."""
+        if not constant.fixed_in_code or len(constant.sources) != 1 or constant.value <= 0:
+            return None
+        literal = constant.sources[0].literal
+        value = self.facts.values.resolve(literal)
+        if not isinstance(literal, (cst.Float, cst.Integer)) or value is None or value.value != constant.value:
+            return None
+        return literal
+
+
+class Float16InputPipeline(Rule):
+    """## What it does
+    Finds input preprocessing that converts data to float16 on the CPU:
+    `tf.cast(x, tf.float16)`, `tf.image.convert_image_dtype(x, tf.float16)`,
+    `x.astype("float16")`, `np.float16(x)`, `np.asarray(x, dtype=np.float16)`, in
+    functions passed to a `tf.data` dataset's `.map(...)` (and the module's functions they
+    call), or in data passed to a Keras model's `fit`/`evaluate`/`predict` (directly or
+    through the variables that hold it) or to `Dataset.from_tensor_slices`.
+
+    Casts in model code (layers, the functional graph) are not input preprocessing and
+    are not reported, nor are bfloat16 casts (TPU input pipelines cast to bfloat16 on
+    purpose to halve infeed traffic).
+
+    ## Why is this bad?
+    The mixed-precision guide: keep input preprocessing in float32, the model's first
+    layer casts its inputs to the compute dtype. float16 math on a CPU is slow (emulated)
+    and loses precision (`/ 255.` in float16 has 3 significant digits), and the saving
+    on the host is nothing the GPU needs.
+
+    ## Example
+    ```python
+    def preprocess(image, label):
+        image = tf.cast(image, tf.float16) / 255.0
+        return image, label
+
+    dataset = tf.data.Dataset.from_tensor_slices((images, labels)).map(preprocess)
+    ```
+
+    ## Use instead
+    ```python
+    def preprocess(image, label):
+        image = tf.cast(image, tf.float32) / 255.0
+        return image, label
+
+    dataset = tf.data.Dataset.from_tensor_slices((images, labels)).map(preprocess)
+    ```
+
+    ## Fix safety
+    Safe: the model casts float32 inputs to its compute dtype itself, so it sees the same
+    values (computed more precisely). The dtype is rewritten in the spelling it was written
+    in (`"float16"` -> `"float32"`, `tf.float16` -> `tf.float32`, `np.half` -> `np.float32`);
+    a dtype held in a variable or imported bare (`from numpy import float16`) is reported
+    without a fix. Note that float32 arrays take twice the host memory: if you keep a
+    large dataset in float16 on purpose, suppress with `# noqa: MP503`.
+    """
+
+    code = "MP503"
+    name = "float16-input-pipeline"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.SOMETIMES
+
+    def check(self) -> None:
+        pipeline = self.facts.analysis(InputPipeline)
+        for cast in pipeline.casts():
+            message = (
+                f"input preprocessing converts to float16 on the CPU ({cast.context}): keep the input "
+                f"pipeline in float32, the model's first layer casts to float16 under mixed_float16"
+            )
+            change = float16_dtype_fix(self.facts, cast.dtype)
+            fix = self.fix("Convert to float32", [Replace(*change)]) if change is not None else None
+            self.report(cast.call, message, fix=fix)
