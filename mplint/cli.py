@@ -68,9 +68,12 @@ def _terminate(signum, frame):  # pragma: no cover - exercised by the interrupt 
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print the Keras target and policy used for each parsed file.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
+@click.option("--verify", is_flag=True, help="With --fix: run `mplint verify` on each fixed file with a model entry point.")
 def check(paths, fix, unsafe_fixes, diff, select, ignore, output_format, exit_zero, no_cache, config_file,
-          target, force_exclude, show_settings, quiet, verbose, jobs) -> None:
+          target, force_exclude, show_settings, quiet, verbose, jobs, verify) -> None:
     """Check PATHS (default: the current directory) for mixed-precision mistakes."""
+    if verify and (not fix or diff):
+        raise _fail("--verify needs --fix (and no --diff); to verify without fixing run `mplint verify FILE`")
     from mplint.config import ConfigError, ConfigResolver
     from mplint.reporters import ReportContext, get_reporter
     from mplint.runner import RunOptions, run
@@ -138,7 +141,12 @@ def check(paths, fix, unsafe_fixes, diff, select, ignore, output_format, exit_ze
             click.echo(get_reporter(output_format)(result, context), nl=False, err=True)
     else:
         click.echo(get_reporter(output_format)(result, context), nl=False)
-    raise click.exceptions.Exit(_exit_code(result, exit_zero, diff))
+    code = _exit_code(result, exit_zero, diff)
+    if verify:
+        from mplint.verify.command import verify_fixed_files
+
+        code = max(code, verify_fixed_files(result.fixed_paths, to_stderr=output_format != "text"))
+    raise click.exceptions.Exit(code)
 
 
 def _exit_code(result, exit_zero: bool, diff: bool) -> int:
@@ -205,6 +213,10 @@ def lsp_command() -> None:
         raise _fail(f"the language server needs pygls: pip install 'mplint[lsp]' ({exc})")
     serve()
 
+
+from mplint.verify.command import verify as _verify  # noqa: E402  (click only: no TensorFlow, no libcst)
+
+main.add_command(_verify)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -59,6 +59,7 @@ class RunResult:
     diffs: list[str] = field(default_factory=list)
     files: int = 0
     details: list[str] = field(default_factory=list)
+    fixed_paths: list[str] = field(default_factory=list)  # files rewritten by --fix
 
     @property
     def internal_errors(self) -> list[Finding]:
@@ -269,6 +270,8 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> 
     for file_result in results:
         result.findings.extend(file_result.findings)
         result.fixed += file_result.fixed
+        if file_result.fixed and not options.diff:
+            result.fixed_paths.append(file_result.path)
         result.warnings.extend(file_result.warnings)
         result.problems.extend(file_result.problems)
         if file_result.diff:
@@ -284,6 +287,7 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> 
     result.findings.sort(key=Finding.sort_key)
     result.diffs.sort()
     result.details.sort()
+    result.fixed_paths.sort()
     return result
 
 

@@ -1,0 +1,66 @@
+"""The `mplint verify` click command, and the `mplint check --fix --verify` follow-up.
+
+Importing this module imports only click (the CLI registers the command at import).
+"""
+
+from __future__ import annotations
+
+import click
+
+from mplint.verify import DEFAULT_TIMEOUT
+
+
+@click.command()
+@click.argument("target")
+@click.option("--python", "python", metavar="PATH", help="Interpreter with the user's TensorFlow (default: this one).")
+@click.option("--policy", type=click.Choice(["mixed_float16", "mixed_bfloat16"]),
+              help="Policy to build under when the code sets none (default: mixed_float16).")
+@click.option("--keras", type=click.Choice(["auto", "2", "3"]), default="auto", show_default=True,
+              help="Keras 2 (tf-keras, TF_USE_LEGACY_KERAS=1) or Keras 3; auto decides like `mplint check`.")
+@click.option("--steps", type=click.IntRange(1, 100), default=3, show_default=True,
+              help="Synthetic training steps to run.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds before the child process is killed.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--train-step", metavar="NAME", help="The custom training step function (default: train_step if defined).")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Batch size of the synthetic data (default: the Input's, else 8).")
+def verify(target, python, policy, keras, steps, timeout, output_format, train_step, batch_size) -> None:
+    """Run the model of TARGET under its mixed policy and prove outputs and gradients right.
+
+    TARGET is path/to/file.py[:callable] or package.module:callable. Without a callable:
+    build_model, create_model, get_model, make_model, then a module-level `model`.
+    The user's code runs in a child process, on synthetic data only.
+
+    Exit 0: all checks pass; 1: a check failed; 2: could not run.
+    """
+    from mplint.verify.report import render
+    from mplint.verify.runner import VerifyOptions
+    from mplint.verify.runner import verify as run_verify
+
+    options = VerifyOptions(python=python, policy=policy, keras=keras, steps=steps, timeout=timeout,
+                            train_step=train_step, batch_size=batch_size)
+    result = run_verify(target, options)
+    click.echo(render(result, output_format), nl=False)
+    raise click.exceptions.Exit(result.exit_code)
+
+
+def verify_fixed_files(paths: list, to_stderr: bool) -> int:
+    """`mplint check --fix --verify`: verify each fixed file that has a model entry point,
+    one report per file; returns the worst exit code (0, 1 or 2)."""
+    from mplint.verify.report import render_text
+    from mplint.verify.runner import verify as run_verify
+    from mplint.verify.target import entry_point
+
+    worst = 0
+    if not paths:
+        click.echo("verify: no file was fixed, nothing to verify", err=to_stderr)
+    for path in paths:
+        entry = entry_point(path)
+        if entry is None:
+            click.echo(f"verify: {path}: skipped (no model entry point: build_model(), create_model(), "
+                       "get_model(), make_model() or a module-level `model`)", err=to_stderr)
+            continue
+        result = run_verify(path)
+        click.echo(render_text(result), nl=False, err=to_stderr)
+        worst = max(worst, result.exit_code)
+    return worst

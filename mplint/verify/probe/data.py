@@ -1,0 +1,183 @@
+"""Synthetic inputs and targets, made from the model's own specs (no real data, ever).
+
+Inputs follow the model's `Input`s: shape (a `None` sequence length becomes
+SEQUENCE_LENGTH), dtype, and for inputs that feed an `Embedding`, integer ids within
+its `input_dim`. Targets follow the outputs of a forward pass and the kind of loss.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ProbeError
+
+DEFAULT_BATCH = 8
+SEQUENCE_LENGTH = 16
+
+
+def _dtype_name(dtype) -> str:
+    return str(getattr(dtype, "name", dtype))
+
+
+def _shape(tensor) -> list:
+    shape = tensor.shape
+    dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
+    return [None if d is None else int(d) for d in dims]
+
+
+def model_inputs(model):
+    """The nested structure of the model's symbolic inputs, or None if it has none."""
+    try:
+        structure = model.input
+    except (AttributeError, ValueError, TypeError):
+        structure = None
+    if structure is None:
+        inputs = getattr(model, "inputs", None)
+        if inputs:
+            structure = inputs[0] if len(inputs) == 1 else list(inputs)
+    return structure
+
+
+def fixed_batch_size(model) -> int | None:
+    import tensorflow as tf
+
+    structure = model_inputs(model)
+    if structure is None:
+        return None
+    for tensor in tf.nest.flatten(structure):
+        shape = _shape(tensor)
+        if shape and shape[0] is not None:
+            return shape[0]
+    return None
+
+
+def _embedding_bound(model, api, tensor) -> int | None:
+    """The smallest input_dim of the Embeddings this input feeds directly."""
+    bounds = []
+    for layer in api.layers(model):
+        if "Embedding" not in [c.__name__ for c in type(layer).__mro__]:
+            continue
+        try:
+            layer_input = layer.input
+        except (AttributeError, ValueError, RuntimeError):
+            continue
+        import tensorflow as tf
+
+        if any(t is tensor for t in tf.nest.flatten(layer_input)):
+            bounds.append(int(layer.input_dim))
+    return min(bounds) if bounds else None
+
+
+def _all_embedding_bound(model, api) -> int | None:
+    dims = [int(l.input_dim) for l in api.layers(model) if "Embedding" in [c.__name__ for c in type(l).__mro__]]
+    return min(dims) if dims else None
+
+
+class _BuiltInput:
+    """Stands for the one input of a subclassed model that was built or called: its shape
+    is known, its dtype is taken to be float32."""
+
+    name = "input"
+    dtype = "float32"
+
+    def __init__(self, shape) -> None:
+        self.shape = [None if d is None else int(d) for d in shape]
+
+
+def _built_input(model):
+    """A subclassed model's input from the shape it was built with (one input only)."""
+    shape = getattr(model, "_build_input_shape", None)  # Keras 2
+    shapes = getattr(model, "_build_shapes_dict", None)  # Keras 3
+    if shape is None and isinstance(shapes, dict) and len(shapes) == 1:
+        shape = next(iter(shapes.values()))
+    if hasattr(shape, "as_list"):
+        try:
+            shape = shape.as_list()
+        except ValueError:
+            return None
+    if isinstance(shape, (list, tuple)) and shape and all(d is None or isinstance(d, int) for d in shape):
+        return _BuiltInput(shape)
+    return None
+
+
+def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
+    """(inputs with the structure of model.input, a description per input)."""
+    import tensorflow as tf
+
+    structure = model_inputs(model)
+    if structure is None:
+        structure = _built_input(model)
+    if structure is None:
+        raise ProbeError(
+            "no-input-spec",
+            "the model has no known inputs (no keras.Input, and it was never built or called on one "
+            "tensor): start it with keras.Input(shape=...) or call model.build(shape) in the entry point",
+        )
+    descriptions: list[str] = []
+
+    def make(tensor):
+        shape = _shape(tensor)
+        concrete = [batch] + [SEQUENCE_LENGTH if d is None else d for d in shape[1:]]
+        dtype = _dtype_name(tensor.dtype)
+        name = getattr(tensor, "name", "input")
+        bound = _embedding_bound(model, api, tensor)
+        if dtype.startswith(("int", "uint")) or bound is not None:
+            high = bound or _all_embedding_bound(model, api) or 2
+            value = tf.cast(rng.integers(0, high, size=concrete), dtype)
+            descriptions.append(f"{name}: {dtype}{tuple(concrete)} ids in [0, {high})")
+        elif dtype == "bool":
+            value = tf.convert_to_tensor(rng.integers(0, 2, size=concrete).astype(bool))
+            descriptions.append(f"{name}: bool{tuple(concrete)}")
+        elif dtype in ("float16", "float32", "float64", "bfloat16"):
+            value = tf.cast(rng.standard_normal(size=concrete).astype("float32"), dtype)
+            descriptions.append(f"{name}: {dtype}{tuple(concrete)} normal(0, 1)")
+        else:
+            raise ProbeError("no-input-spec", f"cannot make synthetic data for input {name!r} of dtype {dtype}")
+        return value
+
+    return tf.nest.map_structure(make, structure), descriptions
+
+
+# -- targets -------------------------------------------------------------------------
+
+def loss_kind(loss) -> str:
+    """"sparse", "categorical", "binary" or "dense" (any target shaped like the output)."""
+    if loss is None:
+        return "dense"
+    name = loss if isinstance(loss, str) else (
+        getattr(loss, "name", None) or getattr(loss, "__name__", None) or type(loss).__name__
+    )
+    name = str(name).lower().replace("_", "")
+    if "sparse" in name:
+        return "sparse"
+    if "categorical" in name:
+        return "categorical"
+    if "binary" in name:
+        return "binary"
+    return "dense"
+
+
+def synthetic_target(output, kind: str, rng: np.random.Generator):
+    import tensorflow as tf
+
+    shape = list(output.shape)
+    if kind == "sparse" and shape:
+        classes = max(int(shape[-1]), 1)
+        return tf.convert_to_tensor(rng.integers(0, classes, size=shape[:-1]).astype("int32"))
+    if kind == "categorical" and shape:
+        classes = max(int(shape[-1]), 1)
+        return tf.one_hot(rng.integers(0, classes, size=shape[:-1]), classes, dtype=tf.float32)
+    if kind == "binary":
+        return tf.convert_to_tensor(rng.integers(0, 2, size=shape).astype("float32"))
+    return tf.convert_to_tensor(rng.uniform(0.0, 1.0, size=shape).astype("float32"))
+
+
+def synthetic_targets(outputs, kinds, rng: np.random.Generator):
+    """Targets with the structure of `outputs`; `kinds` is one kind or one per flat output."""
+    import tensorflow as tf
+
+    flat = tf.nest.flatten(outputs)
+    if isinstance(kinds, str):
+        kinds = [kinds] * len(flat)
+    targets = [synthetic_target(o, k, rng) for o, k in zip(flat, kinds)]
+    return tf.nest.pack_sequence_as(outputs, targets)

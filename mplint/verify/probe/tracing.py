@@ -1,0 +1,89 @@
+"""Record every layer call of one forward pass: its inputs, its output, in call order.
+
+Each layer's `call` is wrapped on the instance for the duration of the pass (Keras 2
+and 3 both look `call` up on the instance) and unwrapped afterwards. The records keep
+the tensors alive, so they can be matched with the model's outputs by identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class LayerCall:
+    layer: object
+    inputs: list  # the tensors among the positional arguments, flattened
+    output: object  # what `call` returned (nested structure)
+
+    @property
+    def first_input(self):
+        return self.inputs[0] if self.inputs else None
+
+
+class CallRecorder:
+    def __init__(self, layers: list) -> None:
+        self.layers = [l for l in layers if type(l).__name__ != "InputLayer"]
+        self.calls: list[LayerCall] = []
+
+    def _wrap(self, layer):
+        import tensorflow as tf
+
+        original = layer.call
+        calls = self.calls
+
+        def recorded_call(*args, **kwargs):
+            output = original(*args, **kwargs)
+            tensors = [t for t in tf.nest.flatten(list(args)) if hasattr(t, "shape") and hasattr(t, "dtype")]
+            calls.append(LayerCall(layer, tensors, output))
+            return output
+
+        return recorded_call
+
+    def __enter__(self) -> "CallRecorder":
+        self._wrapped = []
+        for layer in self.layers:
+            try:
+                object.__setattr__(layer, "call", self._wrap(layer))
+            except (AttributeError, TypeError):
+                continue
+            self._wrapped.append(layer)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for layer in self._wrapped:
+            try:
+                object.__delattr__(layer, "call")
+            except AttributeError:
+                pass
+
+    def producer_of(self, tensor, before: int | None = None):
+        """The last call (before index `before`) that output this tensor: the very object,
+        or, since a layer casts its inputs to its compute dtype before `call` sees them,
+        a tensor of the same shape with the same values in the lower of the two precisions."""
+        import tensorflow as tf
+
+        calls = self.calls[:before] if before is not None else self.calls
+        for call in reversed(calls):
+            if any(t is tensor for t in tf.nest.flatten(call.output)):
+                return call
+        shape = tuple(getattr(tensor, "shape", ()))
+        for call in reversed(calls):
+            if any(tuple(t.shape) == shape and same_values(t, tensor) for t in tf.nest.flatten(call.output)
+                   if hasattr(t, "shape")):
+                return call
+        return None
+
+
+def same_values(a, b) -> bool:
+    import tensorflow as tf
+
+    if not (hasattr(a, "dtype") and hasattr(b, "dtype") and hasattr(a, "shape") and hasattr(b, "shape")):
+        return False
+    if tuple(a.shape) != tuple(b.shape) or not (a.dtype.is_floating and b.dtype.is_floating):
+        return False
+    low = a.dtype if a.dtype.size <= b.dtype.size else b.dtype
+    try:
+        return bool(tf.reduce_all(tf.cast(a, low) == tf.cast(b, low)).numpy())
+    except Exception:
+        return False

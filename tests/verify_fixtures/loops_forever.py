@@ -1,0 +1,6 @@
+"""Never finishes importing."""
+
+import time
+
+while True:
+    time.sleep(0.1)
