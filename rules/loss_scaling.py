@@ -18,7 +18,7 @@ from mplint.facts.training import (
 )
 from mplint.rule import Change, RemoveStatement, Replace, Rule
 
-from .scaling_edits import code, scale_in_tape, scale_method, unscale_gradients, wrap_optimizer
+from ._scaling_edits import code, scale_in_tape, scale_method, unscale_gradients, wrap_optimizer
 
 
 def loop_generation(facts, info: OptimizerInfo | None) -> str | None:

@@ -18,7 +18,7 @@ from mplint.facts.training import (
 )
 from mplint.rule import Change, InsertAfter, RemoveStatement, Replace, ReplaceText, Rule
 
-from .scaling_edits import (
+from ._scaling_edits import (
     code,
     mixed_float16_policy,
     mixed_precision_module,

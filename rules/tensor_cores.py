@@ -2,7 +2,7 @@
 
 NVIDIA Tensor Cores run float16 matmuls and convolutions only when the sizes involved
 are multiples of 8 (`tensor-core-multiple` in config). The four rules share one
-analysis (`rules/tensor_core_sites.py` finds the sizes and the output layers;
+analysis (`rules/_tensor_core_sites.py` finds the sizes and the output layers;
 `TensorCoreFindings` here decides what to report and how to fix it).
 
 Decisions (also in docs/tensor-cores.md):
@@ -34,7 +34,7 @@ from mplint.diagnostics import FixAvailability, Severity
 from mplint.rule import FixPlan, Replace, Rule
 from mplint.textpos import LineIndex
 
-from .tensor_core_sites import (
+from ._tensor_core_sites import (
     AT_MOST, LINEAR, MP301, MP302, MP303, MP304, RECURRENT, TASK_SIZE_NAME, VOCABULARY_NAME,
     SizeSite, TensorCoreSites,
 )
