@@ -74,26 +74,16 @@ def check(paths, fix, unsafe_fixes, diff, select, ignore, output_format, exit_ze
     """Check PATHS (default: the current directory) for mixed-precision mistakes."""
     if verify and (not fix or diff):
         raise _fail("--verify needs --fix (and no --diff); to verify without fixing run `mplint verify FILE`")
-    from mplint.config import ConfigError, ConfigResolver
+    from mplint.config import ConfigError, ConfigResolver, validated_codes
     from mplint.reporters import ReportContext, get_reporter
     from mplint.runner import RunOptions, run
-    from mplint.selection import parse_codes, unknown_codes
-    from mplint.codes import all_codes
 
     overrides: dict = {}
     try:
         if select is not None:
-            codes = parse_codes(select)
-            bad = unknown_codes(codes, all_codes())
-            if bad:
-                raise ConfigError(f"--select: unknown rule code {', '.join(bad)}")
-            overrides["select"] = tuple(codes)
+            overrides["select"] = validated_codes(select, "--select")
         if ignore is not None:
-            codes = parse_codes(ignore)
-            bad = unknown_codes(codes, all_codes())
-            if bad:
-                raise ConfigError(f"--ignore: unknown rule code {', '.join(bad)}")
-            overrides["extend_ignore"] = tuple(codes)
+            overrides["extend_ignore"] = validated_codes(ignore, "--ignore")
         if target is not None:
             overrides["target"] = target
         resolver = ConfigResolver(config_file, overrides)

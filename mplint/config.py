@@ -142,7 +142,8 @@ def _known_codes() -> list[str]:
     return all_codes()
 
 
-def _codes(value: Any, where: str) -> tuple[str, ...]:
+def validated_codes(value: Any, where: str) -> tuple[str, ...]:
+    """Rule codes/prefixes from a string or list; ConfigError naming `where` if unknown."""
     if isinstance(value, str):
         codes = parse_codes(value)
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -166,17 +167,17 @@ def settings_from_table(table: dict[str, Any], source: str, root: str) -> Settin
         )
     values: dict[str, Any] = {"root": root, "config_file": source}
     if "select" in table:
-        values["select"] = _codes(table["select"], f"{source}: select")
+        values["select"] = validated_codes(table["select"], f"{source}: select")
     if "extend-select" in table:
-        values["extend_select"] = _codes(table["extend-select"], f"{source}: extend-select")
+        values["extend_select"] = validated_codes(table["extend-select"], f"{source}: extend-select")
     if "ignore" in table:
-        values["ignore"] = _codes(table["ignore"], f"{source}: ignore")
+        values["ignore"] = validated_codes(table["ignore"], f"{source}: ignore")
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]
         if not isinstance(pfi, dict):
             raise ConfigError(f"{source}: per-file-ignores: expected a table of glob = [codes]")
         values["per_file_ignores"] = tuple(
-            (str(glob), _codes(codes, f"{source}: per-file-ignores[{glob!r}]")) for glob, codes in pfi.items()
+            (str(glob), validated_codes(codes, f"{source}: per-file-ignores[{glob!r}]")) for glob, codes in pfi.items()
         )
     if "exclude" in table:
         exclude = table["exclude"]

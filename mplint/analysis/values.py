@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Callable, Union
 import libcst as cst
 
 from mplint.analysis.index import ModuleIndex
+from mplint.analysis.names import dotted_name
 
 if TYPE_CHECKING:
     from mplint.analysis.names import NameResolver
@@ -190,7 +191,7 @@ class Bindings:
         elif isinstance(target, cst.StarredElement):
             self._bind_target(scope, target.value, None, index)
         elif isinstance(target, cst.Attribute):
-            dotted = _dotted(target)
+            dotted = dotted_name(target)
             if dotted is not None:
                 self.attribute_targets.add(dotted)
 
@@ -213,17 +214,6 @@ class Bindings:
                 return [v for v in self.bindings[(id(scope), name.value)] if v is not None]
             scope = index.enclosing(scope, cst.FunctionDef, cst.Lambda)
         return [v for v in self.bindings.get((id(index.module), name.value), []) if v is not None]
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 class FlagDefaults:
@@ -484,7 +474,7 @@ class ValueResolver:
             if isinstance(ancestor, _COMPREHENSIONS):
                 for_in: cst.CompFor | None = ancestor.for_in
                 while for_in is not None:
-                    if name in _target_names(for_in.target):
+                    if name in target_names(for_in.target):
                         return True
                     for_in = for_in.inner_for_in
         return False
@@ -575,16 +565,16 @@ class ValueResolver:
         return self._holders.get(name, [])
 
 
-def _target_names(target: cst.BaseExpression) -> set[str]:
+def target_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.Name):
         return {target.value}
     if isinstance(target, (cst.Tuple, cst.List)):
         names: set[str] = set()
         for element in target.elements:
-            names |= _target_names(element.value)
+            names |= target_names(element.value)
         return names
     if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+        return target_names(target.value)
     return set()
 
 

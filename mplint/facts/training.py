@@ -29,6 +29,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value
 from mplint.analysis.names import dotted_name
+from mplint.analysis.values import target_names
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -594,7 +595,7 @@ class TrainingLoops:
         targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
         found: set[str] = set()
         for target in targets:
-            found |= _target_names(target)
+            found |= target_names(target)
         return found
 
     def _flow(self, step: GradientStep, names: set[str], scope: cst.CSTNode, start: cst.CSTNode, depth: int) -> None:
@@ -618,7 +619,7 @@ class TrainingLoops:
                             unscale.args[0].value if unscale.args else unscale, names)):
                         step.transformed = True
                     for target in node.targets:
-                        names |= _target_names(target.target)
+                        names |= target_names(target.target)
             elif isinstance(node, cst.Call):
                 func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value in APPLY_METHODS \
@@ -709,19 +710,6 @@ def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
         if param.name.value == name:
             return True
     return any(isinstance(s, cst.Param) and s.name.value == name for s in (params.star_arg, params.star_kwarg))
-
-
-def _target_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        found: set[str] = set()
-        for element in target.elements:
-            found |= _target_names(element.value)
-        return found
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return set()
 
 
 def _divides(expr: cst.CSTNode) -> bool:
