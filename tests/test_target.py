@@ -127,6 +127,8 @@ def test_standalone_keras_without_keras3_names_falls_through_to_pins(project, in
         ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow>=2.4,<2.16"]\n', "keras2"),
         ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow>=2.16"]\n', "keras3"),
         ("pyproject.toml", '[project]\nname = "p"\n[project.optional-dependencies]\ngpu = ["tensorflow[and-cuda]==2.15.1"]\n', "keras2"),
+        ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow>=2.16"]\n[project.optional-dependencies]\nold = ["tensorflow==2.15.1"]\n', "keras3"),
+        ("pyproject.toml", '[project]\nname = "p"\n[project.optional-dependencies]\nverify = ["tensorflow-cpu==2.21.0", "tf-keras==2.21.0"]\n', "keras3"),
         ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    tensorflow>=2.4,<2.16\n", "keras2"),
         ("setup.cfg", "[options]\ninstall_requires =\n    tensorflow>=2.16\n", "keras3"),
         ("setup.py", "from setuptools import setup\nsetup(install_requires=['tensorflow==2.10.0'])\n", "keras2"),

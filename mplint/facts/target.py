@@ -7,8 +7,9 @@ file's target. Decided per file, first match wins:
 2. the file sets `TF_USE_LEGACY_KERAS` or imports `tf_keras` -> keras2;
 3. the file imports standalone `keras` and uses Keras-3-only names -> keras3;
 4. the project's pinned versions (pyproject.toml, requirements*.txt, setup.cfg,
-   setup.py): `tensorflow<2.16`, `keras<3`, a `tf-keras` dependency -> keras2;
-   `tensorflow>=2.16`, `keras>=3` -> keras3;
+   setup.py): `tensorflow<2.16`, `keras<3`, a required `tf-keras` dependency -> keras2;
+   `tensorflow>=2.16`, `keras>=3` -> keras3; required dependencies decide before
+   optional extras;
 5. the installed tensorflow / keras versions, read from package metadata (never
    imported);
 6. otherwise keras3 (what `pip install tensorflow` gives today).
@@ -128,9 +129,9 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
             project = data.get("project", {})
             for item in project.get("dependencies", []) or []:
                 found.append((str(item), "pyproject.toml"))
-            for group in (project.get("optional-dependencies", {}) or {}).values():
+            for extra, group in (project.get("optional-dependencies", {}) or {}).items():
                 for item in group:
-                    found.append((str(item), "pyproject.toml"))
+                    found.append((str(item), f"pyproject.toml [{extra}] extra"))
         except Exception:
             pass
     setup_cfg = os.path.join(root, "setup.cfg")
@@ -193,11 +194,19 @@ def project_pins(root: str | None) -> Target | None:
             requirements.append((Requirement(line), line, source))
         except InvalidRequirement:
             continue
-    # A tf-keras dependency means Keras 2 whatever TensorFlow is pinned to (TF >= 2.16
-    # with TF_USE_LEGACY_KERAS=1 runs tf-keras).
-    for requirement, line, source in requirements:
+    required = [r for r in requirements if not r[2].endswith(" extra")]
+    optional = [r for r in requirements if r[2].endswith(" extra")]
+    # Required dependencies decide first; an optional extra only when they do not. A
+    # required tf-keras means Keras 2 whatever TensorFlow is pinned to (TF >= 2.16 with
+    # TF_USE_LEGACY_KERAS=1 runs tf-keras); in an extra it is an optional
+    # compatibility package and decides nothing.
+    for requirement, line, source in required:
         if requirement.name.lower().replace("_", "-") == "tf-keras":
             return Target(KERAS2, f"{source} depends on tf-keras")
+    return _decided_by_pins(required) or _decided_by_pins(optional)
+
+
+def _decided_by_pins(requirements: list) -> Target | None:
     for requirement, line, source in requirements:
         name = requirement.name.lower().replace("_", "-")
         spec = requirement.specifier
