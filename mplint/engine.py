@@ -101,7 +101,10 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
         except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
             return [_syntax_error(doc, filename, exc)]
     reports: list[Report] = []
-    findings: list[Finding] = []
+    findings: list[Finding] = [
+        _engine_finding(PARSE_ERROR, message, filename, location, cell, location.row)
+        for cell, location, message in doc.source_diagnostics()
+    ]
     try:
         facts = ModuleFacts(
             module,

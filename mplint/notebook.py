@@ -34,6 +34,13 @@ _MASKED_LINE = re.compile(r"^([ \t]*)(?:pass  )?# mplint-magic (\d+)(?=\r?$)", r
 _PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
 # `x = !ls`, `a, b = %sx ls`: a magic whose output is assigned.
 _ASSIGNED_MAGIC = re.compile(r"^[\w.\[\], ]+=\s*[%!]")
+# IPython's automagics people type without `%` (`ls ./data`, `pip install x`, `cd ..`);
+# a line counts only when it is not valid Python on its own.
+_AUTOMAGIC = re.compile(
+    r"^(?:ls|ll|cd|pwd|pip|conda|cat|cp|mv|rm|rmdir|mkdir|env|set_env|history|clear|less|more|man|"
+    r"load_ext|reload_ext|matplotlib|run|time|timeit|who|whos|reset|pushd|popd|dirs|bookmark|sx|system)"
+    r"(?:\s|$)"
+)
 
 
 class _Scanner:
@@ -89,6 +96,22 @@ class _Scanner:
         return code_end
 
 
+def _is_automagic_line(stripped: str) -> bool:
+    """`ls ./data`, `pip install x`: an automagic name, then arguments that do not make
+    a Python statement (no assignment, no bracket left open, does not compile)."""
+    if not _AUTOMAGIC.match(stripped) or re.match(r"^\w+\s*(?:[-+*/%&|^@<>]|//|\*\*|<<|>>)?=(?!=)", stripped):
+        return False
+    trial = _Scanner()
+    trial.feed(stripped)
+    if trial.continues:
+        return False  # `history = model.fit(x,` goes on on the next line: Python
+    try:
+        compile(stripped, "<line>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except (SyntaxError, ValueError):
+        return True
+    return False
+
+
 def _is_help_line(line: str, scanner: _Scanner) -> bool:
     """`obj?`, `obj??`, `?obj`: IPython's help syntax (`?` is no Python token)."""
     trial = _Scanner()
@@ -112,19 +135,29 @@ def _mask_cell(source: str) -> tuple[str, list[str]]:
     whole_cell = cell_magic and (first[2:].split(None, 1) or [""])[0] not in _PYTHON_CELL_MAGICS
     scanner = _Scanner()
     out = []
+    continued = False  # the previous magic line ended with a backslash
     for i, line in enumerate(lines):
         stripped = line.strip()
         magic = False
-        if stripped and (whole_cell or (i == 0 and cell_magic)):
+        if continued:
+            magic = True
+        elif stripped and (whole_cell or (i == 0 and cell_magic)):
             magic = True
         elif stripped and not scanner.continues and not stripped.startswith("#"):
-            magic = stripped[0] in "%!?" or bool(_ASSIGNED_MAGIC.match(stripped)) or _is_help_line(line, scanner)
+            magic = (
+                stripped[0] in "%!?"
+                or bool(_ASSIGNED_MAGIC.match(stripped))
+                or _is_help_line(line, scanner)
+                or _is_automagic_line(stripped)
+            )
         if not magic:
             scanner.feed(line)
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip())]
-        statement = "" if whole_cell else "pass  "
+        # A continuation line of a magic (`!cmd \`) is only a comment: it may be indented.
+        statement = "" if whole_cell or continued else "pass  "
+        continued = line.rstrip("\r").endswith("\\")
         out.append(f"{indent}{statement}{_MAGIC_MARKER}{len(originals)}" + ("\r" if line.endswith("\r") else ""))
         originals.append(line.rstrip("\r") if line.endswith("\r") else line)
     return "\n".join(out), originals
@@ -137,6 +170,49 @@ class _Cell:
     source: str  # original source text
     masked: str
     magic_lines: list[str]  # the original magic lines, by marker index
+    dedent: str = ""  # indentation IPython strips from an indented cell (checked, not fixed)
+    dedented_rows: frozenset[int] = frozenset()  # the cell rows (1-based) it was stripped from
+    error: tuple[Location, str] | None = None  # a cell that is not Python: not checked
+
+    @property
+    def fixable(self) -> bool:
+        return not self.dedent and self.error is None
+
+
+def _syntax_error(text: str) -> tuple[Location, str] | None:
+    try:
+        compile(text, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except SyntaxError as exc:
+        return Location(exc.lineno or 1, exc.offset or 1), f"SyntaxError: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return Location(1, 1), f"cannot parse: {exc}"
+    return None
+
+
+def _leading_indent(text: str) -> str:
+    """The indentation IPython's `leading_indent` transformer removes: the first
+    non-blank line's (it is then stripped from every line that starts with it)."""
+    for line in text.split("\n"):
+        if line.strip():
+            return line[: len(line) - len(line.lstrip())]
+    return ""
+
+
+def _checked_cell(number: int, index: int, source: str) -> _Cell:
+    """A cell as the engine will see it: magics masked; an indented cell dedented the
+    way IPython runs it; a cell that still is not Python left out with its error."""
+    masked, magic_lines = _mask_cell(source)
+    error = _syntax_error(masked)
+    if error is None:
+        return _Cell(number, index, source, masked, magic_lines)
+    prefix = _leading_indent(masked)
+    if prefix:
+        lines = masked.split("\n")
+        rows = frozenset(i for i, line in enumerate(lines, 1) if line.startswith(prefix))
+        dedented = "\n".join(line[len(prefix):] if i in rows else line for i, line in enumerate(lines, 1))
+        if _syntax_error(dedented) is None:
+            return _Cell(number, index, source, dedented, magic_lines, dedent=prefix, dedented_rows=rows)
+    return _Cell(number, index, source, "# mplint: cell not checked", magic_lines, error=error)
 
 
 @dataclass
@@ -152,6 +228,11 @@ class NotebookDocument(Document):
         self._rows = [(lines.row_col(m.start())[0], int(m.group(1))) for m in sentinels]
         self.protected = [(m.start(), m.end() + 1) for m in sentinels]
         self.protected += _marker_ranges(self.text)
+        unfixable = {c.number for c in self.cells if not c.fixable}
+        for i, m in enumerate(sentinels):
+            if int(m.group(1)) in unfixable:
+                end = sentinels[i + 1].start() if i + 1 < len(sentinels) else len(self.text)
+                self.protected.append((m.start(), end))
         self.protected.sort()
 
     def locate(self, offset: int) -> tuple[int | None, Location]:
@@ -164,7 +245,20 @@ class NotebookDocument(Document):
                 break
         if cell_number is None:
             return None, Location(row, col)
-        return cell_number, Location(max(1, row - sentinel_row), col)
+        cell = self._cell(cell_number)
+        cell_row = max(1, row - sentinel_row)
+        shift = len(cell.dedent) if cell is not None and cell_row in cell.dedented_rows else 0
+        return cell_number, Location(cell_row, col + shift)
+
+    def _cell(self, number: int) -> "_Cell | None":
+        return next((c for c in self.cells if c.number == number), None)
+
+    def source_diagnostics(self) -> list[tuple[int | None, Location, str]]:
+        return [
+            (c.number, c.error[0], f"{c.error[1]} (cell {c.number} is not Python; not checked)")
+            for c in self.cells
+            if c.error is not None
+        ]
 
     def with_text(self, text: str) -> "NotebookDocument":
         doc = NotebookDocument(
@@ -190,6 +284,9 @@ class NotebookDocument(Document):
             body = text[m.end() + 1 : end]
             if body.endswith("\n"):
                 body = body[:-1]
+            if not cell.fixable:
+                sources[cell.number] = cell.source  # never rewritten
+                continue
             body = _unmask(body, cell.magic_lines, f"cell {cell.number}")
             sources[cell.number] = body
         return sources
@@ -325,10 +422,9 @@ def decode_notebook(path: str, data: bytes) -> NotebookDocument:
                 source = "".join(source)
             elif not isinstance(source, str):
                 raise SourceError(f"broken notebook: cell {index + 1} has a non-text source")
-            masked, magic_lines = _mask_cell(source)
-            number = index + 1
-            cells.append(_Cell(number, index, source, masked, magic_lines))
-            parts.append(f"{SENTINEL}{number}\n{masked}\n")
+            cell = _checked_cell(index + 1, index, source)
+            cells.append(cell)
+            parts.append(f"{SENTINEL}{cell.number}\n{cell.masked}\n")
     bom = data.startswith(codecs.BOM_UTF8)
     doc = NotebookDocument(path, "".join(parts), bom=bom, is_notebook=True, notebook=notebook, layout=layout,
                            cells=cells)

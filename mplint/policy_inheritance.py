@@ -7,8 +7,12 @@ runs, this text-level pass (no parsing) finds the modules that set a mixed polic
 follows their imports (transitively) to the other analysed files; those files are
 checked as if `assume-policy` named that policy.
 
-Only files among the ones being checked are followed, and only imports that resolve to
-them (relative imports, sibling modules, packages under the checked roots).
+Only files among the ones being checked are followed, only imports that resolve to
+them (relative imports, sibling modules, packages under the checked roots), and only
+one level deep: `train.py` -> `model.py`, not on into the library modules `model.py`
+builds on (whose sub-models are components, not models the script trains). Test files
+are not setters: a test sets a policy for itself (a fixture, a `policy_scope`) and resets
+it, which says nothing about the modules it imports.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ class PolicyGraph:
         if not relevant:
             return
         policy = mixed_policy_set(text)
-        if policy:
+        if policy and not is_test_file(absolute):
             self.setters[absolute] = policy
         self.imports[absolute] = imported_modules(text)
 
@@ -102,21 +106,19 @@ class PolicyGraph:
         return paths
 
     def inherited(self) -> dict[str, tuple[str, str]]:
-        """abspath -> (policy, the setter's path) for files that inherit a policy."""
+        """abspath -> (policy, the setter's path) for checked files a setter imports."""
         result: dict[str, tuple[str, str]] = {}
         for setter, policy in sorted(self.setters.items()):
-            queue = [setter]
-            seen = {setter}
-            while queue:
-                current = queue.pop()
-                candidates = [
-                    path for module, names in self.imports.get(current, [])
-                    for path in self._candidates(current, module, names)
-                ]
-                for candidate in candidates:
-                    if candidate in self.known and candidate not in seen:
-                        seen.add(candidate)
-                        if candidate not in self.setters:
-                            result.setdefault(candidate, (policy, setter))
-                        queue.append(candidate)
+            for module, names in self.imports.get(setter, []):
+                for candidate in self._candidates(setter, module, names):
+                    if candidate in self.known and candidate not in self.setters:
+                        result.setdefault(candidate, (policy, setter))
         return result
+
+
+def is_test_file(path: str) -> bool:
+    name = os.path.basename(path)
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    parts = set(os.path.normpath(path).split(os.sep)[:-1])
+    return bool(parts & {"tests", "test", "testing"})

@@ -69,6 +69,10 @@ class Document:
     def compile_flags(self) -> int:
         return 0
 
+    def source_diagnostics(self) -> list[tuple[int | None, Location, str]]:
+        """Parts of the file that could not be checked: (cell, location, message)."""
+        return []
+
 
 def decode_python(path: str, data: bytes) -> Document:
     """Decode a Python file the way the interpreter would, or raise SourceError."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mplint.analysis.calls import get_arg, quote_like, string_value
+from mplint.analysis.calls import arg_value, get_arg, quote_like, string_value
 from mplint.diagnostics import FixAvailability, Severity
 from mplint.facts.policy import PolicySetting, is_policy_constructor, scope_of
 from mplint.rule import Replace, Rule
@@ -271,6 +271,8 @@ class Float16ModelOutput(Rule):
         for uses in finals.values():
             model, output = uses[0]
             layer = output.layer
+            if _passes_non_float_input_through(self.facts, output):
+                continue
             half = half_dtype(self.facts, graph, layer)
             if half is None:
                 continue
@@ -279,6 +281,31 @@ class Float16ModelOutput(Rule):
                 "policy): model outputs must be float32"
             )
             self.report(layer.constructor, message, fix=OutputFix(self, graph, uses).build())
+
+
+# Layers whose output has their input's dtype when the input is not a float.
+_DTYPE_PRESERVING = frozenset(
+    f"keras.layers.{name}"
+    for name in ("Identity", "Reshape", "Flatten", "Permute", "RepeatVector", "Cropping1D", "Cropping2D",
+                 "Cropping3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Masking")
+)
+_INPUTS = frozenset({"keras.Input", "keras.layers.Input"})
+
+
+def _passes_non_float_input_through(facts, output) -> bool:
+    """`Identity()(keras.Input(..., dtype="string"))`: a layer that only moves data
+    outputs its input's dtype; mixed precision only changes float inputs."""
+    if output.layer.qualified not in _DTYPE_PRESERVING or output.application is None:
+        return False
+    argument = get_arg(output.application, 0, "inputs")
+    value = argument.value if argument is not None else None
+    if isinstance(value, cst.Name):
+        bound = facts.bindings.values_visible(value, facts.index)
+        value = bound[0] if len(bound) == 1 else None
+    if not isinstance(value, cst.Call) or facts.qualified(value.func) not in _INPUTS:
+        return False
+    names = facts.policy.policy_names(arg_value(value, None, "dtype"))
+    return bool(names) and not any("float" in name or name == "half" for name in names)
 
 
 class PolicySetAfterLayers(Rule):

@@ -256,3 +256,59 @@ def test_layout_mplint_cannot_reproduce_is_reported_not_rewritten(tmp_path):
     assert result.exit_code == 1
     assert "tabs.ipynb: not fixed: the notebook's JSON layout is not Jupyter's standard one" in result.output
     assert path.read_text(encoding="utf-8") == text
+
+
+def test_shell_continuations_and_automagics_are_tolerated_and_kept(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    cells = [
+        v4.new_code_cell(
+            "import tensorflow as tf\nls ./data/train/\npip install -q foo\ncd ..\nls = [1, 2]\n"
+            "history = model.fit(x,\n                    epochs=2)\ntime (1)"
+        ),
+        v4.new_code_cell(
+            "!python train.py --model=d4 \\\n  --ckpt=/tmp/x \\\n  --batch=8\n" + FLOAT16_LAYER
+        ),
+    ]
+    write_notebook(path, cells)
+    result = mplint("--output-format", "json", str(path))
+    findings = json.loads(result.stdout)
+    assert [(f["code"], f["cell"], f["location"]["row"]) for f in findings] == [("MP103", 2, 4)]
+    mplint("--fix", "--unsafe-fixes", str(path))
+    fixed = nbformat.read(str(path), as_version=4)
+    nbformat.validate(fixed)
+    assert fixed.cells[0].source == cells[0].source
+    assert fixed.cells[1].source == cells[1].source.replace(FLOAT16_LAYER, MIXED_LAYER)
+
+
+def test_indented_cell_is_checked_like_ipython_runs_it_but_not_rewritten(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    indented = "  import tensorflow as tf\n  " + FLOAT16_LAYER + "\n" + FLOAT16_LAYER
+    write_notebook(path, [v4.new_code_cell(indented)])
+    findings = json.loads(mplint("--output-format", "json", str(path)).stdout)
+    # Like IPython: the first line's indentation is stripped from the lines that have it.
+    assert [(f["code"], f["cell"], f["location"]) for f in findings] == [
+        ("MP103", 1, {"row": 2, "column": 11}),
+        ("MP103", 1, {"row": 3, "column": 9}),
+    ]
+    assert findings[0]["fix"] is None and findings[1]["fix"] is None  # analysed dedented: never rewritten
+    before = path.read_bytes()
+    mplint("--fix", "--unsafe-fixes", str(path))
+    assert path.read_bytes() == before
+
+
+def test_a_cell_that_is_not_python_is_reported_and_the_rest_checked(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    cells = [
+        v4.new_code_cell("import tensorflow as tf\n" + FLOAT16_LAYER),
+        v4.new_code_cell("def broken(:\n    pass"),
+    ]
+    write_notebook(path, cells)
+    result = mplint("--output-format", "json", str(path))
+    found = sorted((f["code"], f["cell"]) for f in json.loads(result.stdout))
+    assert found == [("MP000", 2), ("MP103", 1)]
+    error = next(f for f in json.loads(result.stdout) if f["code"] == "MP000")
+    assert "cell 2 is not Python; not checked" in error["message"] and error["location"]["row"] == 1
+    mplint("--fix", "--unsafe-fixes", str(path))
+    fixed = nbformat.read(str(path), as_version=4)
+    assert fixed.cells[1].source == cells[1].source
+    assert fixed.cells[0].source == cells[0].source.replace(FLOAT16_LAYER, MIXED_LAYER)

@@ -91,12 +91,19 @@ def zeros_for(model):
     inputs = getattr(model, "inputs", None)
     try:
         if inputs:
-            return [np.zeros([2 if d is None else d for d in t.shape], "float32") for t in inputs]
+            return [synthetic([2 if d is None else d for d in t.shape], t.dtype) for t in inputs]
     except Exception:
         pass
     if id(model) in calls:
         return calls[id(model)]
     raise RuntimeError(f"cannot tell how to call {model!r}: build it in the fixture")
+
+
+def synthetic(shape, dtype):
+    dtype = tf.as_dtype(dtype)
+    if dtype == tf.string:
+        return np.full(shape, b"", dtype=object)
+    return np.zeros(shape, dtype.as_numpy_dtype)
 
 
 def output_dtypes(model):

@@ -27,7 +27,7 @@ def test_reads_imports():
     assert imported_modules(text) == [(".models", ["net", "head"]), (".", ["util"]), ("a.b", []), ("d", [])]
 
 
-def test_graph_follows_imports_transitively(tmp_path):
+def test_graph_follows_direct_imports_only(tmp_path):
     graph = PolicyGraph(roots=[str(tmp_path)])
     files = {
         "train.py": "from pkg.model import build\nset_global_policy('mixed_float16')\n",
@@ -39,7 +39,8 @@ def test_graph_follows_imports_transitively(tmp_path):
     for name, text in files.items():
         graph.add(str(tmp_path / name), text, relevant="keras" in text or "policy" in text)
     inherited = graph.inherited()
-    assert sorted(p.rsplit("/", 1)[-1] for p in inherited) == ["blocks.py", "model.py"]
+    # model.py builds on blocks.py: its blocks are components, not the trained model.
+    assert sorted(p.rsplit("/", 1)[-1] for p in inherited) == ["model.py"]
     assert {policy for policy, _ in inherited.values()} == {"mixed_float16"}
 
 
@@ -65,3 +66,15 @@ def test_model_checked_alone_has_no_policy(cli, tmp_path):
     result = cli(["--no-cache", "--verbose", "model.py"], cwd=tmp_path)
     assert result.exit_code == 0
     assert "model.py: target" not in result.stderr  # not even parsed: no policy, no tokens
+
+
+def test_test_files_do_not_pass_their_policy_on(tmp_path):
+    graph = PolicyGraph(roots=[str(tmp_path)])
+    files = {
+        "tests/test_model.py": "from model import build\nset_global_policy('mixed_float16')\n",
+        "model_test.py": "from model import build\nset_global_policy('mixed_float16')\n",
+        "model.py": "import keras\n",
+    }
+    for name, text in files.items():
+        graph.add(str(tmp_path / name), text, relevant=True)
+    assert graph.inherited() == {}
