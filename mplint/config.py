@@ -78,10 +78,8 @@ class Settings:
         return tuple(codes)
 
     def codes_for(self, relpath: str, all_codes: Iterable[str]) -> frozenset[str]:
-        extra_ignore = self.ignored_for(relpath)
-        select = self.select + self.extend_select
-        ignore = self.ignore + extra_ignore
-        return frozenset(c for c in all_codes if is_enabled(c, select, ignore))
+        return _enabled_codes(self.select + self.extend_select, self.ignore + self.ignored_for(relpath),
+                              tuple(all_codes))
 
     def for_file(self, path: str, all_codes: Iterable[str], details: bool = False) -> FileSettings:
         rel = self.relpath(path)
@@ -119,6 +117,11 @@ class Settings:
         data = dataclasses.asdict(self)
         data["exclude"] = list(DEFAULT_EXCLUDE) + list(self.exclude)
         return data
+
+
+@lru_cache(maxsize=256)
+def _enabled_codes(select: tuple[str, ...], ignore: tuple[str, ...], codes: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(c for c in codes if is_enabled(c, select, ignore))
 
 
 @lru_cache(maxsize=512)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from mplint.analysis.positions import Span, compute_spans, render
+from mplint.analysis.positions import PositionFinder, Span, render
 from mplint.diagnostics import (
     INTERNAL_ERROR,
     PARSE_ERROR,
@@ -138,7 +138,7 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
         except Exception as exc:
             findings.append(_internal_error(doc, filename, "module analysis", exc))
     if reports:
-        findings.extend(_to_findings(doc, module, filename, reports))
+        findings.extend(_to_findings(doc, module, filename, reports, facts.positions))
         findings = _apply_suppressions(doc.text, findings)
     findings.sort(key=Finding.sort_key)
     return findings
@@ -171,14 +171,15 @@ def _change_nodes(change: Change) -> list[cst.CSTNode]:
     return [change.statement]
 
 
-def _to_findings(doc: Document, module: cst.Module, filename: str, reports: list[Report]) -> list[Finding]:
+def _to_findings(doc: Document, module: cst.Module, filename: str, reports: list[Report],
+                 positions: PositionFinder) -> list[Finding]:
     wanted: list[cst.CSTNode] = []
     for report in reports:
         wanted.append(report.node)
         if report.fix is not None:
             for change in report.fix.changes:
                 wanted.extend(_change_nodes(change))
-    spans = compute_spans(module, wanted)
+    spans = positions.spans(wanted)
     findings = []
     for report in reports:
         span = spans.get(id(report.node))

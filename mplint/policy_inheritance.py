@@ -64,12 +64,13 @@ class PolicyGraph:
     setters: dict[str, str] = field(default_factory=dict)  # abspath -> policy
     imports: dict[str, list[tuple[str, list[str]]]] = field(default_factory=dict)  # abspath -> imports
     known: set[str] = field(default_factory=set)  # abspaths of every checked file
+    cwd: str = field(default_factory=os.getcwd)
     _stems: set[str] = field(default_factory=set)  # module names a checked file can be
 
     def add(self, path: str, text: str, relevant: bool) -> None:
         """Record a checked file; `relevant` files (mentioning Keras) have their
         imports and policy read."""
-        absolute = os.path.abspath(path)
+        absolute = self.absolute(path)
         self.known.add(absolute)
         stem = os.path.basename(absolute)[:-3]
         self._stems.add(os.path.basename(os.path.dirname(absolute)) if stem == "__init__" else stem)
@@ -79,6 +80,10 @@ class PolicyGraph:
         if policy and not is_test_file(absolute):
             self.setters[absolute] = policy
         self.imports[absolute] = imported_modules(text)
+
+    def absolute(self, path: str) -> str:
+        """`os.path.abspath` without asking the OS for the working folder each time."""
+        return os.path.normpath(os.path.join(self.cwd, path))
 
     def _candidates(self, importer: str, module: str, names: list[str]) -> list[str]:
         folder = os.path.dirname(importer)

@@ -46,6 +46,16 @@ FLOAT16_OVERFLOW_FROM = 65520.0
 FLOAT16_ZERO_UP_TO = 2.0**-25
 
 
+_BYTE_TOKENS = tuple(t.encode() for t in (*MIXED_PRECISION_TOKENS, *LOSS_SCALING_TOKENS, *KERAS_TOKENS))
+
+
+def may_need_parse(data: bytes) -> bool:
+    """On the raw bytes, before decoding: could `needs_parse` (or the policy-inheritance
+    scan) want this file? Every token is ASCII, so this holds for any ASCII-compatible
+    encoding; a file without any of them is never decoded."""
+    return any(token in data for token in _BYTE_TOKENS)
+
+
 def mentions_mixed_precision(text: str) -> bool:
     return any(token in text for token in MIXED_PRECISION_TOKENS)
 

@@ -20,7 +20,7 @@ from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
 from mplint.discovery import Found, PathProblem, discover
 from mplint.policy_inheritance import PolicyGraph
-from mplint.prefilter import mentions_keras, needs_parse
+from mplint.prefilter import may_need_parse, mentions_keras, needs_parse
 from mplint.source import Document, FileTooLarge, SourceError, atomic_write, decode_python, read_bytes
 
 POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
@@ -48,6 +48,7 @@ class FileResult:
     problems: list[PathProblem] = field(default_factory=list)
     details: str | None = None
     cache_key: str | None = None  # key to store `findings` under, if cacheable
+    speculative: bool = False
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Job:
     file_settings: FileSettings
     key_suffix: tuple[str, ...]
     options: RunOptions
+    speculative: bool = False  # sent before knowing whether the file inherits a policy
 
 
 def load_document(path: str, data: bytes) -> Document:
@@ -113,7 +115,7 @@ def process(job: Job) -> FileResult:
     """Lint (and fix) one file; runs in a worker process."""
     from mplint.engine import check_document
 
-    result = FileResult(job.filename, job.path)
+    result = FileResult(job.filename, job.path, speculative=job.speculative)
     try:
         doc = load_document(job.path, job.data)
     except SourceError as exc:
@@ -172,36 +174,50 @@ def _worker_init() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
+def _warm_up() -> None:
+    """Runs once in each worker: import the engine (and the parser) while the parent
+    is still reading files."""
+    import mplint.engine  # noqa: F401
+
+
 class _Pool:
-    """Worker processes, started on first use, with a bounded window of jobs in flight."""
+    """Worker processes with a bounded window of jobs in flight.
+
+    Started by the first job (a run whose files are all cached starts none): the
+    workers are forked before the parent has imported the parser, so they import it
+    in parallel while the parent goes on reading and pre-filtering files.
+    """
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._executor = None  # a ProcessPoolExecutor, started on first use
+        self._executor = None  # a ProcessPoolExecutor
         self._pending: set = set()
+
+    def start(self) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        self._executor = ProcessPoolExecutor(
+            self.workers, mp_context=multiprocessing.get_context(method), initializer=_worker_init
+        )
+        for _ in range(self.workers):
+            self._pending.add(self._executor.submit(_warm_up))
 
     def submit(self, job: Job) -> list[FileResult]:
         from concurrent.futures import FIRST_COMPLETED, wait
 
         if self._executor is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            import mplint.engine  # noqa: F401  (import once, before forking)
-
-            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-            self._executor = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context(method), initializer=_worker_init
-            )
+            self.start()
         self._pending.add(self._executor.submit(process, job))
         done: list[FileResult] = []
         if len(self._pending) >= self.workers * 4:
             finished, self._pending = wait(self._pending, return_when=FIRST_COMPLETED)
-            done.extend(f.result() for f in finished)
+            done.extend(r for r in (f.result() for f in finished) if r is not None)
         return done
 
     def drain(self) -> list[FileResult]:
-        results = [f.result() for f in self._pending]
+        results = [r for r in (f.result() for f in self._pending) if r is not None]
         self._pending = set()
         return results
 
@@ -233,32 +249,53 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> 
         else:
             found.append(item)
     result.files = len(found)
-    # Pass 1: read, decode and pre-filter every file; learn which modules set a mixed
-    # policy and what they import (see mplint.policy_inheritance).
-    graph = PolicyGraph(roots=sorted({os.path.abspath(p) for p in paths if os.path.isdir(p)} | {os.getcwd()}))
-    scanned = [_scan(item, graph) for item in found]
-    inherited = graph.inherited()
-    cache = Cache(found[0].settings.root) if options.cache and found else None
     workers = options.jobs or min(os.cpu_count() or 1, 8)
     pool = _Pool(workers) if workers > 1 and len(found) >= POOL_MIN_FILES else None
+    cache = Cache(found[0].settings.root) if options.cache and found else None
+    graph = PolicyGraph(roots=sorted({os.path.abspath(p) for p in paths if os.path.isdir(p)} | {os.getcwd()}))
+    # With workers and nothing to write, a file that needs the engine is sent to it as
+    # soon as it is read (assuming it inherits no policy); the few that turn out to
+    # inherit one are checked again once every file has been read. --fix and --diff
+    # wait for the whole picture, so a file is never written twice.
+    speculate = pool is not None and not (options.fix or options.diff)
     results: list[FileResult] = []
-    # Pass 2: the engine, for files that need it.
+    speculative: set[str] = set()
+
+    def dispatch(job_or_result: Job | FileResult) -> None:
+        if isinstance(job_or_result, FileResult):
+            results.append(job_or_result)
+        elif pool is not None:
+            results.extend(pool.submit(job_or_result))
+        else:
+            results.append(process(job_or_result))
+
     try:
+        # Pass 1: read, decode and pre-filter every file; learn which modules set a
+        # mixed policy and what they import (see mplint.policy_inheritance).
+        scanned = []
+        for item in found:
+            scan, data = _scan(item, graph)
+            if speculate and scan.result is None and scan.needs_parse and data is not None:
+                speculative.add(item.path)
+                dispatch(_prepare(item, options, cache, None, data, speculative=True))
+            scanned.append(scan)
+        inherited = graph.inherited()
+        # Pass 2: the engine, for the files that need it (and were not sent yet).
+        rerun: set[str] = set()
         for scan in scanned:
+            path = scan.item.path
             if scan.result is not None:
                 results.append(scan.result)
                 continue
-            policy = inherited.get(os.path.abspath(scan.item.path))
+            policy = inherited.get(graph.absolute(path))
+            if path in speculative:
+                if policy is None:
+                    continue
+                rerun.add(path)
             if not scan.needs_parse and not (policy and scan.mentions_keras):
-                results.append(FileResult(scan.item.path, scan.item.path))
+                results.append(FileResult(path, path))
                 continue
-            prepared = _prepare(scan.item, options, cache, policy)
-            if isinstance(prepared, FileResult):
-                results.append(prepared)
-            elif pool is not None:
-                results.extend(pool.submit(prepared))
-            else:
-                results.append(process(prepared))
+            dispatch(_prepare(scan.item, options, cache, policy))
         if pool is not None:
             results.extend(pool.drain())
     except BaseException:
@@ -268,6 +305,8 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions) -> 
     if pool is not None:
         pool.close()
     for file_result in results:
+        if file_result.speculative and file_result.path in rerun:
+            continue  # superseded: the file inherits a policy and was checked again
         result.findings.extend(file_result.findings)
         result.fixed += file_result.fixed
         if file_result.fixed and not options.diff:
@@ -304,27 +343,32 @@ def _read(item: Found) -> bytes | FileResult:
     return result
 
 
-def _scan(item: Found, graph: PolicyGraph) -> _Scanned:
+def _scan(item: Found, graph: PolicyGraph) -> tuple[_Scanned, bytes | None]:
+    """What pass 1 learns about a file, and its bytes (for an immediate job)."""
     data = _read(item)
     if isinstance(data, FileResult):
-        return _Scanned(item, result=data)
+        return _Scanned(item, result=data), None
+    if not may_need_parse(data):
+        return _Scanned(item), None  # no token of interest: not even decoded
     try:
         doc = load_document(item.path, data)
     except SourceError as exc:
-        return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)]))
+        return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)])), None
     settings = item.settings
     assumed = bool(settings.assume_policy) and settings.assumed_policy(settings.relpath(item.path)) is not None
     keras = mentions_keras(doc.text)
     graph.add(item.path, doc.text, relevant=keras)
-    return _Scanned(item, needs_parse=needs_parse(doc.text, assume_policy=assumed), mentions_keras=keras)
+    return _Scanned(item, needs_parse=needs_parse(doc.text, assume_policy=assumed), mentions_keras=keras), data
 
 
-def _prepare(item: Found, options: RunOptions, cache: Cache | None,
-             inherited: tuple[str, str] | None) -> Job | FileResult:
+def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: tuple[str, str] | None,
+             data: bytes | None = None, speculative: bool = False) -> Job | FileResult:
     """A Job for the engine, or the cached result."""
-    data = _read(item)
-    if isinstance(data, FileResult):
-        return data
+    if data is None:
+        read = _read(item)
+        if isinstance(read, FileResult):
+            return read
+        data = read
     settings = item.settings
     file_settings = settings.for_file(item.path, all_codes(), options.details)
     if inherited is not None and file_settings.assumed_policy is None:
@@ -341,5 +385,5 @@ def _prepare(item: Found, options: RunOptions, cache: Cache | None,
             if not (options.fix or options.diff) or not any(
                 f.fix is not None and f.fix.applies(options.unsafe) for f in cached
             ):
-                return FileResult(item.path, item.path, cached)
-    return Job(item.path, item.path, data, file_settings, key_suffix, options)
+                return FileResult(item.path, item.path, cached, speculative=speculative)
+    return Job(item.path, item.path, data, file_settings, key_suffix, options, speculative)

@@ -103,11 +103,19 @@ def decode_python(path: str, data: bytes) -> Document:
 
 def read_bytes(path: str) -> bytes:
     """Read a file, refusing oversized ones (raises OSError or SourceError)."""
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
         if size > MAX_FILE_BYTES:
             raise FileTooLarge(path, size)
-        return handle.read()
+        chunks = []
+        while True:
+            chunk = os.read(fd, max(size, 1 << 16))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 class FileTooLarge(Exception):

@@ -155,15 +155,22 @@ class Float16Code:
     # -- regions -------------------------------------------------------------------------
     def region_of(self, node: cst.CSTNode) -> str | None:
         """LAYER or TF_FUNCTION when `node` runs in such code, else None."""
-        for ancestor in self.index.ancestors(node):
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
-                kind = self._region.get(id(ancestor))
+        if not self._region:
+            return None
+        index = self.index
+        scope = index.scope_of(node)
+        while scope is not index.module:
+            if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
+                kind = self._region.get(id(scope))
                 if kind is not None:
                     return kind
+            scope = index.scope_of(scope)
         return None
 
     def nodes_in_regions(self, node_type: type) -> list:
         """Every node of a type inside a region, in source order."""
+        if not self._region:
+            return []
         return [n for n in self.index.nodes(node_type) if self.region_of(n) is not None]
 
     def _module_policies(self) -> tuple[set[str], bool]:

@@ -212,8 +212,12 @@ class ExperimentalMixedPrecisionApi(Rule):
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
 
+    @property
+    def keras2(self) -> bool:
+        """The file targets Keras 2 (decided only when a finding needs it)."""
+        return self.facts.target.is_keras2
+
     def check(self) -> None:
-        self.keras2 = self.facts.target.is_keras2
         self._handled_reads: set[int] = set()
         self._handled_calls: set[int] = set()
         self._check_imports()
@@ -430,6 +434,8 @@ class ExperimentalMixedPrecisionApi(Rule):
     def _check_chains(self) -> None:
         facts = self.facts
         for node in facts.index.nodes(cst.Attribute):
+            if node.attr.value != "experimental" and node.attr.value not in RENAMED:
+                continue
             if facts.index.enclosing(node, cst.Import, cst.ImportFrom) is not None:
                 continue  # imports are rewritten as a whole
             if node.attr.value == "experimental" and facts.qualified(node) == EXPERIMENTAL:

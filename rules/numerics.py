@@ -8,19 +8,22 @@ float16 arithmetic itself is `rules._float16` (exact IEEE binary16 rounding).
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
 from mplint.analysis.calls import arg_value
 from mplint.analysis.values import literal_number
 from mplint.diagnostics import FixAvailability, Severity
-from mplint.prefilter import is_float16_hazard
+from mplint.prefilter import has_float16_hazard_literal, is_float16_hazard
 from mplint.rule import Replace, Rule
 
 from ._float16 import SAFE_EPSILON_TEXT, overflows, rounds_to_zero, spell
 from ._float16_code import ARITHMETIC, AUG_ARITHMETIC, LAYER, Constant, Float16Code
 from ._input_pipeline import InputPipeline, float16_dtype_fix
+
+if TYPE_CHECKING:
+    from mplint.facts.module import ModuleFacts
 
 # Select a value by mask: (canonical name, positions of the two branches, their keywords).
 WHERE_FUNCS = {
@@ -108,6 +111,12 @@ def _has_wide_dtype(code: Float16Code, call: cst.Call) -> bool:
     return dtype is not None and code.is_wide_dtype(dtype)
 
 
+
+def spells_hazard_literal(facts: "ModuleFacts") -> bool:
+    """MP501/MP502 only report constants spelled by a literal float16 cannot hold, so a
+    module without one needs no analysis (memoised per module with facts.analysis)."""
+    return has_float16_hazard_literal(facts.text)
+
 class Float16OverflowConstant(Rule):
     """## What it does
     Finds constants beyond float16's range (|x| >= 65520, e.g. `1e9`, `1e30`, or a name
@@ -167,6 +176,8 @@ class Float16OverflowConstant(Rule):
     fix_availability = FixAvailability.SOMETIMES
 
     def check(self) -> None:
+        if not self.facts.analysis(spells_hazard_literal):
+            return
         code = self.facts.analysis(Float16Code)
         reported: set[int] = set()
         for constant, kind, tensor, fill in self._hazards(code):
@@ -327,6 +338,8 @@ class Float16UnderflowEpsilon(Rule):
     fix_availability = FixAvailability.SOMETIMES
 
     def check(self) -> None:
+        if not self.facts.analysis(spells_hazard_literal):
+            return
         code = self.facts.analysis(Float16Code)
         reported: set[int] = set()
         for constant, kind, what in self._hazards(code):

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from mplint.analysis.calls import arg_value
-from mplint.analysis.positions import compute_spans
 from mplint.analysis.values import Source, Value, literal_number
 from mplint.diagnostics import FixAvailability, Severity
 from mplint.rule import FixPlan, Replace, Rule
@@ -106,60 +105,9 @@ def integer_text(literal: cst.Integer, value: int) -> str:
 
 
 def rows_of(facts: "ModuleFacts", nodes: list[cst.CSTNode]) -> dict[int, int]:
-    """1-based rows of nodes (by id), for messages.
-
-    Generating the whole module's code to find a few positions costs as much as a
-    parse; instead, Python's own (fast) parser gives the row each top-level statement
-    starts on, and only the statements holding the nodes are generated. If the two
-    parsers disagree on the statements, it falls back to the whole module."""
-    module = facts.module
-    try:
-        statement_rows = _top_level_rows(module, facts.text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        statement_rows = None
-    if statement_rows is None:
-        lines = LineIndex(facts.text)
-        return {key: lines.row_col(span.start)[0] for key, span in compute_spans(module, nodes).items()}
-    by_statement: dict[int, list[cst.CSTNode]] = {}
-    for node in nodes:
-        top = node
-        for ancestor in facts.index.ancestors(node):
-            if ancestor is module:
-                break
-            top = ancestor
-        by_statement.setdefault(id(top), []).append(node)
-    rows: dict[int, int] = {}
-    for k, statement in enumerate(module.body):
-        wanted = by_statement.get(id(statement))
-        if not wanted:
-            continue
-        bare = statement.with_changes(leading_lines=())
-        alone = cst.Module(body=[bare], default_indent=module.default_indent, default_newline=module.default_newline)
-        text = alone.code_for_node(bare)
-        spans = compute_spans(alone, wanted)
-        lines = LineIndex(text)
-        for key, span in spans.items():
-            rows[key] = statement_rows[k] + lines.row_col(span.start)[0] - 1
-    return rows
-
-
-def _top_level_rows(module: cst.Module, text: str) -> list[int] | None:
-    """The row each of the module's top-level statements starts on, or None."""
-    import ast
-
-    tree = ast.parse(text)
-    body = list(tree.body)
-    rows: list[int] = []
-    position = 0
-    for statement in module.body:
-        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-        if position + count > len(body):
-            return None
-        first = body[position]
-        decorators = getattr(first, "decorator_list", None) or []
-        rows.append(min([first.lineno] + [d.lineno for d in decorators]))
-        position += count
-    return rows if position == len(body) else None
+    """1-based rows of nodes (by id), for messages."""
+    lines = LineIndex(facts.text)
+    return {key: lines.row_col(span.start)[0] for key, span in facts.positions.spans(nodes).items()}
 
 
 class TensorCoreFindings:

@@ -68,16 +68,16 @@ def test_empty_file_is_fine(cli, tmp_path):
 def test_unreadable_file_exits_2_and_checks_the_rest(cli, tmp_path, monkeypatch):
     write(tmp_path / "secret.py", FLOAT16)
     write(tmp_path / "open.py", FLOAT16)
-    import mplint.source as source
+    import mplint.runner as runner
 
-    real_open = open
+    real_read = runner.read_bytes
 
-    def guarded_open(path, *args, **kwargs):
+    def guarded_read(path):
         if str(path).endswith("secret.py"):
             raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, *args, **kwargs)
+        return real_read(path)
 
-    monkeypatch.setattr(source, "open", guarded_open, raising=False)
+    monkeypatch.setattr(runner, "read_bytes", guarded_read)
     result, findings = _json(cli, tmp_path, ".")
     assert result.exit_code == 2
     assert "secret.py: cannot read: Permission denied" in result.stderr

@@ -205,13 +205,15 @@ def test_syntax_error_is_reported_in_its_cell(tmp_path):
     assert finding["location"]["row"] == 2
 
 
+# Each mentions Keras: a file that mentions nothing mplint looks for is not even
+# decoded (see test_broken_notebook_about_something_else_is_not_read).
 @pytest.mark.parametrize("content, message", [
-    ('{"cells": [', "broken notebook: invalid JSON"),
-    ('{"metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "broken notebook: no 'cells' list"),
-    ('[1, 2]', "broken notebook: no 'cells' list"),
-    ('{"worksheets": [], "nbformat": 3}', "nbformat 3 notebooks are not supported"),
-    ('{"cells": [{"cell_type": "code", "source": 5}], "metadata": {}}', "cell 1 has a non-text source"),
-    (b'{"cells": "\xff"}', "notebook is not valid UTF-8"),
+    ('{"cells": ["import keras", ', "broken notebook: invalid JSON"),
+    ('{"metadata": {"k": "keras"}, "nbformat": 4, "nbformat_minor": 5}', "broken notebook: no 'cells' list"),
+    ('["keras", 2]', "broken notebook: no 'cells' list"),
+    ('{"worksheets": [], "nbformat": 3, "k": "keras"}', "nbformat 3 notebooks are not supported"),
+    ('{"cells": [{"cell_type": "code", "source": 5}], "metadata": {"k": "keras"}}', "cell 1 has a non-text source"),
+    (b'{"cells": "\xff", "k": "keras"}', "notebook is not valid UTF-8"),
 ])
 def test_broken_notebooks_are_one_line_mp000(tmp_path, content, message):
     data = content if isinstance(content, bytes) else content.encode()
@@ -225,6 +227,12 @@ def test_broken_notebooks_are_one_line_mp000(tmp_path, content, message):
     assert "\n" not in findings[0]["message"]
     text = mplint("broken.ipynb", "--quiet").output.strip().splitlines()
     assert len(text) == 1 and text[0].startswith("broken.ipynb:") and "MP000" in text[0]
+
+
+def test_broken_notebook_about_something_else_is_not_read(tmp_path):
+    (tmp_path / "other.ipynb").write_text('{"cells": [', encoding="utf-8")
+    result = mplint("other.ipynb", "--output-format", "json")
+    assert result.exit_code == 0 and json.loads(result.output) == []
 
 
 def test_odd_metadata_does_not_crash(tmp_path):

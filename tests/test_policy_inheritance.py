@@ -78,3 +78,16 @@ def test_test_files_do_not_pass_their_policy_on(tmp_path):
     for name, text in files.items():
         graph.add(str(tmp_path / name), text, relevant=True)
     assert graph.inherited() == {}
+
+
+def test_inheritance_with_worker_processes(mplint_process, tmp_path):
+    """With workers, files are checked as soon as they are read; a file found later to
+    inherit a policy is checked again and only that result counts."""
+    write(tmp_path / "train.py", TRAIN)
+    # Mentions float16, so it is sent to a worker before train.py's import is known.
+    write(tmp_path / "model.py", "# float16 inside\n" + SOFTMAX_MODEL)
+    for i in range(30):
+        write(tmp_path / f"pkg/m{i:02d}.py", "import tensorflow as tf\nx = tf.cast(1, tf.float16)\n")
+    result = mplint_process(["--no-cache", "-j", "2", "--output-format", "json", "."], cwd=tmp_path)
+    findings = [(f["filename"], f["code"]) for f in json.loads(result.stdout)]
+    assert findings == [("model.py", "MP101")]

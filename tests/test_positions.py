@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
+import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
 from mplint.analysis.index import ModuleIndex
@@ -52,3 +53,39 @@ def test_render_in_place_reproduces_the_source():
     for node in statements:
         span = spans[id(node)]
         assert render(module, node, span.indent) == SOURCE[span.full_start : span.full_end]
+
+
+SOURCES = [
+    SOURCE,
+    "# header comment\n\nimport keras\n\n\n# leading comment\n@dec(1)\n@dec2\nasync def f(x):\n    return x; y = 2\n\na = 1; b = keras.layers.Dense(3)\nif a:\n    pass\nelse:\n    c = [\n        1,\n    ]\n",
+    "x = 1\r\n\r\ndef g():\r\n    return x  # trailing\r\n",
+    "x = (1 +\n     2)\nprint(x)",  # no final newline: the last statement falls back
+    "class A:\n    pass\n\n\n\nclass B(A):\n    def m(self):\n        return 1\n",
+]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_position_finder_agrees_with_generating_the_whole_module(source):
+    from mplint.analysis.positions import PositionFinder
+
+    module = cst.parse_module(source)
+    index = ModuleIndex(module)
+    nodes = [n for nodes in index.by_type.values() for n in nodes if n is not module]
+    expected = compute_spans(module, nodes)
+    finder = PositionFinder(module, source, index.top_level_statement)
+    for node in nodes:
+        assert finder.spans([node]) == {id(node): expected[id(node)]}, (type(node).__name__, source)
+    assert finder.spans(nodes) == expected
+
+
+def test_position_finder_places_repeated_statements_correctly():
+    from mplint.analysis.positions import PositionFinder
+
+    source = "model.add(Dense(10))\nmodel.add(Dense(10))\nx = 'model.add(Dense(10))\\n'\n"
+    module = cst.parse_module(source)
+    index = ModuleIndex(module)
+    second = module.body[1]
+    finder = PositionFinder(module, source, index.top_level_statement)
+    span = finder.spans([second])[id(second)]
+    assert (span.start, span.full_start) == (21, 21)
+    assert finder.spans([second]) == compute_spans(module, [second])

@@ -204,6 +204,16 @@ def test_installed_versions_are_read_from_metadata_without_importing_tensorflow(
     assert "tensorflow" in out or "tensorflow-cpu" in out  # the test environment has TensorFlow
 
 
+def test_installed_versions_agree_with_importlib_metadata():
+    from importlib import metadata
+
+    from mplint.facts.target import installed_versions
+
+    found = installed_versions()
+    for dist in ("tensorflow-cpu", "keras", "tf-keras"):
+        assert found.get(dist) == metadata.version(dist)
+
+
 # -- the CLI shows the target it used ------------------------------------------------------------
 
 LOOP = (

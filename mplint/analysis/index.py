@@ -53,27 +53,36 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+# Nodes that open a scope: `scope_of` answers "the nearest one of these" in O(1).
+SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
 class ModuleIndex:
-    """Parents, source order and per-type lists for every non-whitespace node."""
+    """Parents, scopes, source order and per-type lists for every non-whitespace node."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.parent: dict[int, cst.CSTNode] = {}
+        self.scope: dict[int, cst.CSTNode] = {}  # nearest enclosing function/lambda/class/module
         self.order: dict[int, int] = {}
         self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
         self._walk(module)
 
     def _walk(self, root: cst.CSTNode) -> None:
-        parent, order, by_type = self.parent, self.order, self.by_type
-        stack: list[cst.CSTNode] = [root]
+        parent, scope, order, by_type = self.parent, self.scope, self.order, self.by_type
+        stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [(root, root)]
         counter = 0
         CSTNode = cst.CSTNode
+        scopes = SCOPE_TYPES
         while stack:
-            node = stack.pop()
-            order[id(node)] = counter
+            node, enclosing_scope = stack.pop()
+            key = id(node)
+            order[key] = counter
+            scope[key] = enclosing_scope
             counter += 1
             node_type = type(node)
             by_type[node_type].append(node)
+            inner_scope = node if node_type in scopes else enclosing_scope
             children: list[cst.CSTNode] = []
             for name in _child_fields(node_type):
                 value = getattr(node, name, None)
@@ -83,10 +92,9 @@ class ModuleIndex:
                     for item in value:
                         if isinstance(item, CSTNode):
                             children.append(item)
-            for child in children:
+            for child in reversed(children):
                 parent[id(child)] = node
-            children.reverse()
-            stack.extend(children)
+                stack.append((child, inner_scope))
 
     # -- queries -----------------------------------------------------------------
     def nodes(self, node_type: type[N]) -> list[N]:
@@ -102,7 +110,20 @@ class ModuleIndex:
             yield current
             current = self.parent.get(id(current))
 
+    def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The nearest enclosing function, lambda or class (the module at top level).
+        A function's own scope is the one it is defined in."""
+        return self.scope.get(id(node), self.module)
+
     def enclosing(self, node: cst.CSTNode, *types: type[N]) -> N | None:
+        if all(t in SCOPE_TYPES for t in types):
+            # Walk the chain of scopes instead of every ancestor.
+            current = self.scope.get(id(node))
+            while current is not None and current is not self.module:
+                if isinstance(current, types):
+                    return current  # type: ignore[return-value]
+                current = self.scope.get(id(current))
+            return None
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, types):
                 return ancestor  # type: ignore[return-value]
@@ -129,6 +150,16 @@ class ModuleIndex:
 
     def class_of(self, node: cst.CSTNode) -> cst.ClassDef | None:
         return self.enclosing(node, cst.ClassDef)
+
+    def top_level_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The statement directly in the module's body that holds `node` (None for the
+        module itself)."""
+        current = node
+        parent = self.parent.get(id(current))
+        while parent is not None and parent is not self.module:
+            current = parent
+            parent = self.parent.get(id(current))
+        return current if parent is self.module else None
 
     def descendants(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         """Every indexed node under `node` (not `node` itself), in source order."""

@@ -111,6 +111,110 @@ def compute_spans(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int,
     return spans
 
 
+class PositionFinder:
+    """Spans of nodes of one module, generating as little code as possible.
+
+    Generating a whole module's code costs about as much as parsing it. Only the
+    top-level statements that hold wanted nodes are generated, then placed in the
+    source: where the statement's text occurs exactly once (and at the start of a
+    line), that is where it is; otherwise Python's own (fast) parser tells the line it
+    starts on. Each placement is checked against the source text; if anything
+    disagrees, the whole module is generated instead.
+    """
+
+    def __init__(self, module: cst.Module, text: str, top_level_of) -> None:
+        self.module = module
+        self.text = text
+        self._top_level_of = top_level_of  # node -> its top-level statement (or None)
+        self._starts: list[int] | None | bool = False  # syntactic starts, from `ast`
+
+    def spans(self, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
+        nodes = list(nodes)
+        if not nodes:
+            return {}
+        by_statement: dict[int, list[cst.CSTNode]] = {}
+        for node in nodes:
+            top = self._top_level_of(node)
+            if top is None:
+                return compute_spans(self.module, nodes)
+            by_statement.setdefault(id(top), []).append(node)
+        spans: dict[int, Span] = {}
+        for position, statement in enumerate(self.module.body):
+            wanted = by_statement.get(id(statement))
+            if not wanted:
+                continue
+            placed = self._statement_spans(position, statement, wanted)
+            if placed is None:
+                return compute_spans(self.module, nodes)
+            spans.update(placed)
+        return spans
+
+    def _statement_spans(self, position: int, statement: cst.CSTNode, wanted: list[cst.CSTNode]) -> dict[int, Span] | None:
+        state = _TrackingState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            wanted={id(n) for n in wanted} | {id(statement)},
+        )
+        statement._codegen(state)
+        code = "".join(state.tokens)
+        shift = self._place(position, statement, code, state)
+        if shift is None:
+            return None
+        found: dict[int, Span] = {}
+        for node in wanted:
+            full = state.full.get(id(node))
+            if full is None:
+                return None
+            full_start, full_end, indent = full
+            begin, end = state.syntactic.get(id(node), (full_start, full_end))
+            found[id(node)] = Span(begin + shift, end + shift, full_start + shift, full_end + shift, indent)
+        return found
+
+    def _place(self, position: int, statement: cst.CSTNode, code: str, state: _TrackingState) -> int | None:
+        """Offset of the statement's generated text in the source, or None."""
+        text = self.text
+        at = text.find(code)
+        if at >= 0 and text.find(code, at + 1) < 0 and (at == 0 or text[at - 1] in "\r\n"):
+            return at
+        starts = self._statement_starts()
+        syntactic = state.syntactic.get(id(statement))
+        if starts is None or syntactic is None:
+            return None
+        shift = starts[position] - syntactic[0]
+        if shift < 0 or text[shift : shift + len(code)] != code:
+            return None
+        return shift
+
+    def _statement_starts(self) -> list[int] | None:
+        """Offset where each top-level statement's syntax starts, per Python's parser."""
+        if self._starts is False:
+            self._starts = _top_level_starts(self.module, self.text)
+        return self._starts  # type: ignore[return-value]
+
+
+def _top_level_starts(module: cst.Module, text: str) -> list[int] | None:
+    import ast
+
+    from mplint.textpos import LineIndex
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = LineIndex(text)
+    body = tree.body
+    starts: list[int] = []
+    position = 0
+    for statement in module.body:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        if position + count > len(body):
+            return None
+        first = body[position]
+        starts.append(lines.offset(first.lineno, first.col_offset + 1))
+        position += count
+    return starts if position == len(body) else None
+
+
 def render(module: cst.Module, node: cst.CSTNode, indent: tuple[str, ...] = ()) -> str:
     """Source text of `node` as it would be generated at a place with this indentation."""
     state = CodegenState(

@@ -15,6 +15,7 @@ import libcst as cst
 
 from mplint.analysis.index import ModuleIndex
 from mplint.analysis.names import ImportTable, NameResolver
+from mplint.analysis.positions import PositionFinder
 from mplint.analysis.values import Bindings, ValueResolver
 from mplint.facts.policy import PolicyFacts
 from mplint.facts.target import Target, decide_target
@@ -52,6 +53,11 @@ class ModuleFacts:
     @cached_property
     def policy(self) -> PolicyFacts:
         return PolicyFacts(self)
+
+    @cached_property
+    def positions(self) -> PositionFinder:
+        """Spans (offsets) of nodes: `facts.positions.spans(nodes)`."""
+        return PositionFinder(self.module, self.text, self.index.top_level_statement)
 
     @cached_property
     def target(self) -> Target:

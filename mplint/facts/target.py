@@ -229,18 +229,32 @@ def _decided_by_pins(requirements: list) -> Target | None:
 
 @lru_cache(maxsize=1)
 def installed_versions() -> dict[str, str]:
-    """Installed tensorflow / keras / tf-keras versions, from metadata only."""
-    from importlib import metadata
+    """Installed tensorflow / keras / tf-keras versions, from package metadata only.
 
+    Read from the names of the `*.dist-info` folders on `sys.path` (one directory
+    listing per entry, as `importlib.metadata` finds them), without importing anything
+    or reading METADATA files; the first match on the path wins, as for imports."""
+    import sys
+
+    wanted = {_normalise(d): d for d in (*_TF_DISTRIBUTIONS, "keras", "tf-keras")}
     versions: dict[str, str] = {}
-    for dist in (*_TF_DISTRIBUTIONS, "keras", "tf-keras"):
+    for entry in sys.path:
         try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
+            names = os.listdir(entry or ".")
+        except OSError:
             continue
-        except Exception:  # broken metadata must not break linting
-            continue
+        for name in names:
+            if not name.endswith(".dist-info"):
+                continue
+            project, _, version = name[: -len(".dist-info")].partition("-")
+            dist = wanted.get(_normalise(project))
+            if dist is not None and version and dist not in versions:
+                versions[dist] = version
     return versions
+
+
+def _normalise(project: str) -> str:
+    return re.sub(r"[-_.]+", "-", project).lower()
 
 
 def _major_minor(version: str) -> tuple[int, int]:
