@@ -61,6 +61,11 @@ SOURCES = [
     "x = 1\r\n\r\ndef g():\r\n    return x  # trailing\r\n",
     "x = (1 +\n     2)\nprint(x)",  # no final newline: the last statement falls back
     "class A:\n    pass\n\n\n\nclass B(A):\n    def m(self):\n        return 1\n",
+    # the same nested line twice (placed through the top-level statement), a nested
+    # multi-line call (its continuation lines carry the block's indentation), tabs
+    "def f():\n    model.add(Dense(10))\n    model.add(Dense(10))\n    x = g(\n        1,\n        2,\n    )\n"
+    "    if x:\n        y = [\n            3]  # end\n",
+    "class T:\n\tdef m(self):\n\t\treturn [\n\t\t\t1]\n",
 ]
 
 
@@ -72,7 +77,7 @@ def test_position_finder_agrees_with_generating_the_whole_module(source):
     index = ModuleIndex(module)
     nodes = [n for nodes in index.by_type.values() for n in nodes if n is not module]
     expected = compute_spans(module, nodes)
-    finder = PositionFinder(module, source, index.top_level_statement)
+    finder = PositionFinder(module, source, index)
     for node in nodes:
         assert finder.spans([node]) == {id(node): expected[id(node)]}, (type(node).__name__, source)
     assert finder.spans(nodes) == expected
@@ -85,7 +90,7 @@ def test_position_finder_places_repeated_statements_correctly():
     module = cst.parse_module(source)
     index = ModuleIndex(module)
     second = module.body[1]
-    finder = PositionFinder(module, source, index.top_level_statement)
+    finder = PositionFinder(module, source, index)
     span = finder.spans([second])[id(second)]
     assert (span.start, span.full_start) == (21, 21)
     assert finder.spans([second]) == compute_spans(module, [second])

@@ -122,19 +122,64 @@ class PositionFinder:
     disagrees, the whole module is generated instead.
     """
 
-    def __init__(self, module: cst.Module, text: str, top_level_of) -> None:
+    def __init__(self, module: cst.Module, text: str, index) -> None:
         self.module = module
         self.text = text
-        self._top_level_of = top_level_of  # node -> its top-level statement (or None)
+        self._index = index  # the module's ModuleIndex
         self._starts: list[int] | None | bool = False  # syntactic starts, from `ast`
 
     def spans(self, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
+        """Spans by node id. Nodes inside a statement line are placed with just that
+        line when its text is unique in the file; the rest through their top-level
+        statement."""
         nodes = list(nodes)
         if not nodes:
             return {}
+        spans: dict[int, Span] = {}
+        by_line: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+        rest: list[cst.CSTNode] = []
+        for node in nodes:
+            line = self._index.statement_of(node)
+            if isinstance(line, cst.SimpleStatementLine) and self._index.parent_of(line) is not self.module:
+                by_line.setdefault(id(line), (line, []))[1].append(node)
+            else:
+                rest.append(node)
+        for line, wanted in by_line.values():
+            placed = self._line_spans(line, wanted)
+            if placed is None:
+                rest.extend(wanted)
+            else:
+                spans.update(placed)
+        if rest:
+            spans.update(self._top_level_spans(rest))
+        return spans
+
+    def _line_spans(self, line: cst.SimpleStatementLine, wanted: list[cst.CSTNode]) -> dict[int, Span] | None:
+        """Generate one nested statement line (at its block's indentation) and place it
+        where its text occurs exactly once, at the start of a line."""
+        indent = [
+            block.indent if block.indent is not None else self.module.default_indent
+            for block in reversed(list(self._index.ancestors(line)))
+            if isinstance(block, cst.IndentedBlock)
+        ]
+        state = _TrackingState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            indent_tokens=indent,
+            wanted={id(n) for n in wanted},
+        )
+        line._codegen(state)
+        code = "".join(state.tokens)
+        text = self.text
+        at = text.find(code)
+        if at < 0 or text.find(code, at + 1) >= 0 or not (at == 0 or text[at - 1] in "\r\n"):
+            return None
+        return _shifted(state, wanted, at)
+
+    def _top_level_spans(self, nodes: list[cst.CSTNode]) -> dict[int, Span]:
         by_statement: dict[int, list[cst.CSTNode]] = {}
         for node in nodes:
-            top = self._top_level_of(node)
+            top = self._index.top_level_statement(node)
             if top is None:
                 return compute_spans(self.module, nodes)
             by_statement.setdefault(id(top), []).append(node)
@@ -160,15 +205,7 @@ class PositionFinder:
         shift = self._place(position, statement, code, state)
         if shift is None:
             return None
-        found: dict[int, Span] = {}
-        for node in wanted:
-            full = state.full.get(id(node))
-            if full is None:
-                return None
-            full_start, full_end, indent = full
-            begin, end = state.syntactic.get(id(node), (full_start, full_end))
-            found[id(node)] = Span(begin + shift, end + shift, full_start + shift, full_end + shift, indent)
-        return found
+        return _shifted(state, wanted, shift)
 
     def _place(self, position: int, statement: cst.CSTNode, code: str, state: _TrackingState) -> int | None:
         """Offset of the statement's generated text in the source, or None."""
@@ -190,6 +227,19 @@ class PositionFinder:
         if self._starts is False:
             self._starts = _top_level_starts(self.module, self.text)
         return self._starts  # type: ignore[return-value]
+
+
+def _shifted(state: _TrackingState, wanted: list[cst.CSTNode], shift: int) -> dict[int, Span] | None:
+    """The tracked spans of `wanted`, moved by `shift` characters."""
+    found: dict[int, Span] = {}
+    for node in wanted:
+        full = state.full.get(id(node))
+        if full is None:
+            return None
+        full_start, full_end, indent = full
+        begin, end = state.syntactic.get(id(node), (full_start, full_end))
+        found[id(node)] = Span(begin + shift, end + shift, full_start + shift, full_end + shift, indent)
+    return found
 
 
 def _top_level_starts(module: cst.Module, text: str) -> list[int] | None:

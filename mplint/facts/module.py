@@ -57,7 +57,7 @@ class ModuleFacts:
     @cached_property
     def positions(self) -> PositionFinder:
         """Spans (offsets) of nodes: `facts.positions.spans(nodes)`."""
-        return PositionFinder(self.module, self.text, self.index.top_level_statement)
+        return PositionFinder(self.module, self.text, self.index)
 
     @cached_property
     def target(self) -> Target:
