@@ -262,7 +262,7 @@ class NotebookDocument(Document):
 
     def with_text(self, text: str) -> "NotebookDocument":
         doc = NotebookDocument(
-            self.path, text, self.encoding, self.bom, is_notebook=True, notebook=self.notebook, layout=self.layout,
+            self.path, text, self.encoding, self.bom, notebook=self.notebook, layout=self.layout,
             cells=self.cells,
         )
         doc._index_sentinels()
@@ -290,6 +290,22 @@ class NotebookDocument(Document):
             body = _unmask(body, cell.magic_lines, f"cell {cell.number}")
             sources[cell.number] = body
         return sources
+
+    def diff(self, text: str, filename: str) -> str:
+        """Unified diffs of the cells `text` changes (`nb.ipynb:cell 3`)."""
+        import difflib
+
+        sources = self.cell_sources(text)
+        chunks = []
+        for cell in self.cells:
+            new = sources.get(cell.number, cell.source)
+            if new != cell.source:
+                label = f"{filename}:cell {cell.number}"
+                chunks.extend(difflib.unified_diff(
+                    (cell.source + "\n").splitlines(keepends=True), (new + "\n").splitlines(keepends=True),
+                    fromfile=label, tofile=label,
+                ))
+        return "".join(chunks)
 
     def render(self, text: str) -> bytes:
         if not self.layout.get("faithful", True):
@@ -426,7 +442,7 @@ def decode_notebook(path: str, data: bytes) -> NotebookDocument:
             cells.append(cell)
             parts.append(f"{SENTINEL}{cell.number}\n{cell.masked}\n")
     bom = data.startswith(codecs.BOM_UTF8)
-    doc = NotebookDocument(path, "".join(parts), bom=bom, is_notebook=True, notebook=notebook, layout=layout,
+    doc = NotebookDocument(path, "".join(parts), bom=bom, notebook=notebook, layout=layout,
                            cells=cells)
     doc._index_sentinels()
     return doc

@@ -101,16 +101,6 @@ def _environment_key(path: str, target: str) -> str:
     return f"{environment_fingerprint()}|{pins}"
 
 
-def _diff(filename: str, old: str, new: str) -> str:
-    import difflib
-
-    return "".join(
-        difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=filename, tofile=filename
-        )
-    )
-
-
 def process(job: Job) -> FileResult:
     """Lint (and fix) one file; runs in a worker process."""
     from mplint.engine import check_document
@@ -134,28 +124,21 @@ def process(job: Job) -> FileResult:
         return result
     if options.diff:
         result.fixed = outcome.fixed
-        if doc.path.endswith(".ipynb"):
-            from mplint.notebook import NotebookDocument
-
-            assert isinstance(doc, NotebookDocument)
-            new_sources = doc.cell_sources(outcome.text)
-            chunks = []
-            for cell in doc.cells:
-                new = new_sources.get(cell.number, cell.source)
-                if new != cell.source:
-                    chunks.append(_diff(f"{job.filename}:cell {cell.number}", cell.source + "\n", new + "\n"))
-            result.diff = "".join(chunks)
-        else:
-            result.diff = _diff(job.filename, doc.text, outcome.text)
+        result.diff = doc.diff(outcome.text, job.filename)
         return result
     try:
         data = doc.render(outcome.text)
         atomic_write(job.path, data)
-    except (OSError, SourceError, UnicodeEncodeError) as exc:
-        message = exc.message if isinstance(exc, SourceError) else (
-            str(exc) if isinstance(exc, PermissionError) and str(exc).startswith(job.path) else f"{job.path}: {exc}"
-        )
-        result.warnings.append(f"{job.filename}: not fixed: {message.split(': ', 1)[-1]}")
+    except SourceError as exc:
+        reason = exc.message
+    except UnicodeEncodeError:
+        reason = f"the fixed text cannot be encoded as {doc.encoding}"
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    else:
+        reason = None
+    if reason is not None:
+        result.warnings.append(f"{job.filename}: not fixed: {reason.removeprefix('not rewritten: ')}")
         result.findings = outcome.initial
         return result
     result.fixed = outcome.fixed

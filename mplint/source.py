@@ -9,6 +9,7 @@ encoding (PEP 263 cookie or UTF-8), BOM, newline style and file mode; notebooks
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import os
 import stat
@@ -38,7 +39,6 @@ class Document:
     text: str
     encoding: str = "utf-8"
     bom: bool = False
-    is_notebook: bool = False
     # Offsets ranges that fixes must never touch (notebook magics).
     protected: list[tuple[int, int]] = field(default_factory=list)
     _lines: LineIndex | None = field(default=None, repr=False)
@@ -60,6 +60,16 @@ class Document:
     def with_text(self, text: str) -> "Document":
         """The same file with another text (after fixes); positions recomputed lazily."""
         return Document(self.path, text, self.encoding, self.bom)
+
+    def diff(self, text: str, filename: str) -> str:
+        """A unified diff from the document's text to `text`."""
+        import difflib
+
+        return "".join(
+            difflib.unified_diff(
+                self.text.splitlines(keepends=True), text.splitlines(keepends=True), fromfile=filename, tofile=filename
+            )
+        )
 
     def render(self, text: str) -> bytes:
         """The file's bytes for a fixed text."""
@@ -136,7 +146,7 @@ def atomic_write(path: str, data: bytes) -> None:
     target = os.path.realpath(path)
     info = os.stat(target)
     if not os.access(target, os.W_OK) or not (info.st_mode & stat.S_IWUSR):
-        raise PermissionError(f"{path}: file is read-only, not rewritten")
+        raise PermissionError(errno.EACCES, "file is read-only", path)
     folder = os.path.dirname(target) or "."
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".mplint-tmp", dir=folder)
     try:
