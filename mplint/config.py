@@ -219,10 +219,7 @@ def _assume_policy(value: Any, where: str) -> tuple[tuple[str, str], ...]:
 
 
 def _read_toml(path: str) -> dict[str, Any]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    import tomllib
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)

@@ -120,10 +120,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
     pyproject = os.path.join(root, "pyproject.toml")
     if os.path.isfile(pyproject):
         try:
-            try:
-                import tomllib
-            except ModuleNotFoundError:  # pragma: no cover
-                import tomli as tomllib  # type: ignore[no-redef]
+            import tomllib
             with open(pyproject, "rb") as handle:
                 data = tomllib.load(handle)
             project = data.get("project", {})
