@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import textwrap
 
-from mplint.engine import FileSettings, check_document, lint
-from mplint.source import decode_python
+from tests.support.engine import lint_and_fix
 
 HEADER = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("mixed_float16")\n'
 
 
 def run(source: str, target: str = "keras3", codes: str = "MP2"):
-    source = textwrap.dedent(source)
     selected = frozenset(c for c in ("MP201", "MP202", "MP203", "MP204", "MP205") if c.startswith(codes))
-    settings = FileSettings(codes=selected, target=target)
-    doc = decode_python("m.py", source.encode())
-    findings = lint(doc, settings, "m.py")
-    outcome = check_document(doc, settings, "m.py", fix=True, unsafe=True)
-    assert not [f for f in outcome.findings if f.code in ("MP000", "MP900")], outcome.findings
-    compile(outcome.text, "m.py", "exec")
-    return findings, outcome.text
+    return lint_and_fix(source, selected, target)
 
 
 def test_optimizer_imported_by_name_gets_an_import_for_the_wrapper():

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import textwrap
 
-from mplint.engine import FileSettings, check_document, lint
-from mplint.source import decode_python
+from tests.support.engine import lint_and_fix
 
 
 def run(source: str, target: str = "keras2"):
-    source = textwrap.dedent(source)
-    settings = FileSettings(codes=frozenset({"MP401", "MP403", "MP404"}), target=target)
-    doc = decode_python("m.py", source.encode())
-    findings = lint(doc, settings, "m.py")
-    outcome = check_document(doc, settings, "m.py", fix=True, unsafe=True)
-    assert not [f for f in outcome.findings if f.code in ("MP000", "MP900")], outcome.findings
-    compile(outcome.text, "m.py", "exec")
-    return findings, outcome.text
+    return lint_and_fix(source, frozenset({"MP401", "MP403", "MP404"}), target)
 
 
 def test_dynamic_loss_scale_with_another_multiplier_is_not_mapped():

@@ -1,0 +1,21 @@
+"""Run the real engine on a snippet: findings, then the text after every fix."""
+
+from __future__ import annotations
+
+import textwrap
+
+from mplint.engine import FileSettings, check_document, lint
+from mplint.source import decode_python
+
+
+def lint_and_fix(source: str, codes: frozenset[str], target: str):
+    """(findings before fixing, text after `--fix --unsafe-fixes`); the fixed text must
+    compile and the run must produce no MP000/MP900."""
+    source = textwrap.dedent(source)
+    settings = FileSettings(codes=codes, target=target)
+    doc = decode_python("m.py", source.encode())
+    findings = lint(doc, settings, "m.py")
+    outcome = check_document(doc, settings, "m.py", fix=True, unsafe=True)
+    assert not [f for f in outcome.findings if f.code in ("MP000", "MP900")], outcome.findings
+    compile(outcome.text, "m.py", "exec")
+    return findings, outcome.text
