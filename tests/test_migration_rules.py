@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from tests.support.engine import lint_and_fix
 
 
