@@ -66,6 +66,26 @@ def best(times: list[float]) -> float:
     return min(times)
 
 
+def median(times: list[float]) -> float:
+    ordered = sorted(times)
+    return ordered[len(ordered) // 2]
+
+
+def compile_bytecode() -> None:
+    """Write mplint's bytecode first, as `pip install` does for an installed mplint.
+
+    An editable install under PYTHONDONTWRITEBYTECODE=1 (this sandbox sets it) would
+    otherwise compile every mplint module from source in every process it starts.
+    """
+    import compileall
+    import importlib.util
+
+    for package in ("mplint", "mplint_rules"):
+        spec = importlib.util.find_spec(package)
+        for location in spec.submodule_search_locations or ():
+            compileall.compile_dir(location, quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="mplint benchmark")
     parser.add_argument("--files", type=int, default=3000)
@@ -76,6 +96,7 @@ def main() -> None:
     parser.add_argument("--memory", action="store_true", help="also measure peak RSS on a repository twice as big")
     args = parser.parse_args()
 
+    compile_bytecode()
     root = args.keep or tempfile.mkdtemp(prefix="mplint-bench-")
     if os.path.exists(root):
         shutil.rmtree(root)
@@ -85,15 +106,16 @@ def main() -> None:
     mixed_file = next(p for p in paths if "mixed_precision" in open(p, encoding="utf-8").read())
     plain_file = next(p for p in paths if "keras" not in open(p, encoding="utf-8").read())
 
-    parse = best([bare_parse_seconds(paths) for _ in range(args.repeat)])
+    parse_times = [bare_parse_seconds(paths) for _ in range(args.repeat)]
     cold_times, warm_times = [], []
     for _ in range(args.repeat):
         shutil.rmtree(os.path.join(root, ".mplint_cache"), ignore_errors=True)
         cold_times.append(_mplint(["."], root))
         warm_times.append(_mplint(["."], root))
-    cold, warm = best(cold_times), best(warm_times)
-    one_mixed = best([_mplint(["--no-cache", mixed_file], root) for _ in range(args.repeat * 2)])
-    one_plain = best([_mplint(["--no-cache", plain_file], root) for _ in range(args.repeat * 2)])
+    one_mixed_times = [_mplint(["--no-cache", mixed_file], root) for _ in range(args.repeat * 3)]
+    one_plain_times = [_mplint(["--no-cache", plain_file], root) for _ in range(args.repeat * 3)]
+    parse, cold, warm = best(parse_times), best(cold_times), best(warm_times)
+    one_mixed, one_plain = best(one_mixed_times), best(one_plain_times)
     rss = _peak_rss_kib(["--no-cache", "."], root)
     rss_double = None
     if args.memory:
@@ -103,17 +125,20 @@ def main() -> None:
         shutil.rmtree(double, ignore_errors=True)
 
     rows = [
-        ("bare libcst parse (baseline)", parse, files, lines),
-        ("mplint cold (empty cache)", cold, files, lines),
-        ("mplint warm (cache filled)", warm, files, lines),
-        ("mplint one mixed-precision file", one_mixed, 1, None),
-        ("mplint one ordinary file", one_plain, 1, None),
+        ("bare libcst parse (baseline)", parse_times, files, lines),
+        ("mplint cold (empty cache)", cold_times, files, lines),
+        ("mplint warm (cache filled)", warm_times, files, lines),
+        ("mplint one mixed-precision file", one_mixed_times, 1, None),
+        ("mplint one ordinary file", one_plain_times, 1, None),
     ]
     print(f"repository: {files} files, {lines} lines, {counts['mixed']} with mixed precision; cpu={os.cpu_count()}")
-    print(f"{'run':34} {'seconds':>9} {'files/s':>10} {'lines/s':>12} {'x parse':>8}")
-    for label, seconds, n_files, n_lines in rows:
+    print("best of the runs, then the median (this machine is noisy)")
+    print(f"{'run':34} {'seconds':>9} {'median':>9} {'files/s':>10} {'lines/s':>12} {'x parse':>8}")
+    for label, times, n_files, n_lines in rows:
+        seconds = best(times)
         per_lines = f"{n_lines / seconds:12.0f}" if n_lines else f"{'':12}"
-        print(f"{label:34} {seconds:9.3f} {n_files / seconds:10.0f} {per_lines} {seconds / parse:8.3f}")
+        print(f"{label:34} {seconds:9.3f} {median(times):9.3f} {n_files / seconds:10.0f} {per_lines} "
+              f"{seconds / parse:8.3f}")
     print(f"peak RSS of a cold run: {rss / 1024:.0f} MiB")
     if rss_double is not None:
         print(f"peak RSS of a cold run on twice as many files: {rss_double / 1024:.0f} MiB")

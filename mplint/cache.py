@@ -68,8 +68,10 @@ class Cache:
                 with open(gitignore, "w", encoding="utf-8") as handle:
                     handle.write("# Created by mplint\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+            # dumps, not dump: only the one-shot encoder runs in C
+            payload = json.dumps({"version": __version__, "entries": self._entries}, separators=(",", ":"))
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"version": __version__, "entries": self._entries}, handle, separators=(",", ":"))
+                handle.write(payload)
             os.replace(tmp, self.path)
         except OSError as exc:
             return f"cache not written to {self.folder}: {exc.strerror or exc}"

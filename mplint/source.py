@@ -115,10 +115,14 @@ def read_bytes(path: str) -> bytes:
     """Read a file, refusing oversized ones (raises OSError or SourceError)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        size = info.st_size
         if size > MAX_FILE_BYTES:
             raise FileTooLarge(path, size)
-        chunks = []
+        first = os.read(fd, size + 1)
+        if len(first) <= size and stat.S_ISREG(info.st_mode):
+            return first  # a short read of a regular file is its end: one read call, not two
+        chunks = [first]
         while True:
             chunk = os.read(fd, max(size, 1 << 16))
             if not chunk:

@@ -53,6 +53,39 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+_IS_NODE_TYPE: dict[type, bool] = {}
+
+
+def _is_node_type(value_type: type) -> bool:
+    """Whether instances of `value_type` are libcst nodes. Looked up in the MRO, not with
+    `issubclass`: CSTNode is an ABC, and ABC checks of a non-node type (str, sentinels)
+    walk every node class the first time."""
+    flag = _IS_NODE_TYPE.get(value_type)
+    if flag is None:
+        flag = _IS_NODE_TYPE[value_type] = cst.CSTNode in value_type.__mro__
+    return flag
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The non-whitespace child nodes of `node`, in source order."""
+    children: list[cst.CSTNode] = []
+    is_node = _IS_NODE_TYPE
+    for name in _child_fields(type(node)):
+        value = getattr(node, name, None)
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            for item in value:
+                item_type = type(item)
+                flag = is_node.get(item_type)
+                if flag or (flag is None and _is_node_type(item_type)):
+                    children.append(item)
+        else:
+            flag = is_node.get(value_type)
+            if flag or (flag is None and _is_node_type(value_type)):
+                children.append(value)
+    return children
+
+
 # Nodes that open a scope: `scope_of` answers "the nearest one of these" in O(1).
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
@@ -72,7 +105,7 @@ class ModuleIndex:
         parent, scope, order, by_type = self.parent, self.scope, self.order, self.by_type
         stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [(root, root)]
         counter = 0
-        CSTNode = cst.CSTNode
+        children_of = _children
         scopes = SCOPE_TYPES
         while stack:
             node, enclosing_scope = stack.pop()
@@ -83,16 +116,7 @@ class ModuleIndex:
             node_type = type(node)
             by_type[node_type].append(node)
             inner_scope = node if node_type in scopes else enclosing_scope
-            children: list[cst.CSTNode] = []
-            for name in _child_fields(node_type):
-                value = getattr(node, name, None)
-                if isinstance(value, CSTNode):
-                    children.append(value)
-                elif isinstance(value, (tuple, list)):
-                    for item in value:
-                        if isinstance(item, CSTNode):
-                            children.append(item)
-            for child in reversed(children):
+            for child in reversed(children_of(node)):
                 parent[id(child)] = node
                 stack.append((child, inner_scope))
 
@@ -166,13 +190,7 @@ class ModuleIndex:
         stack = [node]
         while stack:
             current = stack.pop()
-            children = []
-            for name in _child_fields(type(current)):
-                value = getattr(current, name, None)
-                if isinstance(value, cst.CSTNode):
-                    children.append(value)
-                elif isinstance(value, (tuple, list)):
-                    children.extend(v for v in value if isinstance(v, cst.CSTNode))
+            children = _children(current)
             children.reverse()
             stack.extend(children)
             if current is not node:

@@ -12,6 +12,8 @@ also assigned locally to something else is not treated as the import.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import libcst as cst
 
 # Spellings of the Keras package, longest first.
@@ -33,6 +35,7 @@ _CONVENTIONAL_ROOTS = {"tf": "tensorflow", "tensorflow": "tensorflow", "keras": 
 _FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras", "numpy")
 
 
+@lru_cache(maxsize=4096)  # the same few hundred names recur in every module
 def canonical(qualified: str) -> str:
     """Canonical spelling of a fully qualified name (Keras spellings unified)."""
     if qualified in _KERAS_MODULES:

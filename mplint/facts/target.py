@@ -81,24 +81,21 @@ def decide_target(
     return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def project_root(folder: str) -> str | None:
-    """The nearest folder (upwards) with packaging metadata or requirements, or None."""
-    current = folder
-    while True:
-        try:
-            names = os.listdir(current)
-        except OSError:
-            names = []
-        if any(n in names for n in _PROJECT_MARKERS) or any(n.startswith("requirements") and n.endswith(".txt") for n in names) \
-                or ("requirements" in names and os.path.isdir(os.path.join(current, "requirements"))):
-            return current
-        if ".git" in names:
-            return None
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    """The nearest folder (upwards) with packaging metadata or requirements, or None.
+    Memoised per folder, so the files of one tree list each ancestor once."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        names = []
+    if any(n in names for n in _PROJECT_MARKERS) or any(n.startswith("requirements") and n.endswith(".txt") for n in names) \
+            or ("requirements" in names and os.path.isdir(os.path.join(folder, "requirements"))):
+        return folder
+    if ".git" in names:
+        return None
+    parent = os.path.dirname(folder)
+    return None if parent == folder else project_root(parent)
 
 
 def _requirement_lines(root: str) -> list[tuple[str, str]]:
