@@ -149,6 +149,9 @@ class MplintLanguageServer(LanguageServer):
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def recheck_open_documents(self) -> None:
+        from mplint.facts.target import forget_project_files
+
+        forget_project_files()  # the Keras target may follow new pins
         self._checked.clear()
         self._shown_errors.clear()
         for uri in sorted(self.open_uris):
@@ -289,6 +292,15 @@ def _whole_edit(document, old: str, new: str) -> types.TextEdit:
     )
 
 
+def _is_settings_file(uri: str) -> bool:
+    """mplint's configuration, or a project file the Keras target is read from
+    (requirements, pyproject.toml, setup.cfg)."""
+    from mplint.facts.target import is_project_file
+
+    path = unquote(urlparse(uri).path)
+    return path.endswith("/mplint.toml") or is_project_file(path)
+
+
 def create_server(debounce: float = DEBOUNCE_SECONDS) -> MplintLanguageServer:
     server = MplintLanguageServer(debounce)
 
@@ -304,7 +316,7 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> MplintLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: MplintLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if uri.endswith(("/pyproject.toml", "/mplint.toml")):
+        if _is_settings_file(uri):
             ls.recheck_open_documents()
         else:
             ls.publish(uri)
@@ -315,7 +327,7 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> MplintLanguageServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched_files_changed(ls: MplintLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
-        if any(change.uri.endswith(("/pyproject.toml", "/mplint.toml")) for change in params.changes):
+        if any(_is_settings_file(change.uri) for change in params.changes):
             ls.recheck_open_documents()
 
     @server.feature(

@@ -22,6 +22,7 @@ FLOAT16_MODEL = (
 )
 MIXED_MODEL = FLOAT16_MODEL.replace("'float16'", "'mixed_float16'")
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=[sys.executable, "-m", "mplint", "lsp"]))
@@ -219,6 +220,25 @@ async def test_noqa_and_nearest_config_are_honoured(client: LanguageClient, tmp_
     published = await diagnostics_after(client, lambda: client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=config_uri))), path.as_uri())
     assert [d.code for d in published.diagnostics] == ["MP103"]
+
+
+async def test_changed_pins_change_the_keras_target(client: LanguageClient, tmp_path: Path):
+    """The target read from a project's pins follows an edit of its requirements."""
+    project = tmp_path / "pinned"
+    project.mkdir()
+    requirements = project / "requirements.txt"
+    requirements.write_text("tensorflow==2.15.0\n", encoding="utf-8")
+    source = (FIXTURES / "MP404" / "keras2_api_under_keras3.py").read_text(encoding="utf-8")
+    path = project / "train.py"
+    path.write_text(source, encoding="utf-8")
+    published = await diagnostics_after(client, lambda: open_document(client, path, source), path.as_uri())
+    assert list(published.diagnostics) == []  # Keras 2: get_scaled_loss is right
+
+    requirements.write_text("tensorflow==2.21.0\n", encoding="utf-8")
+    published = await diagnostics_after(client, lambda: client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=[types.FileEvent(
+            uri=requirements.as_uri(), type=types.FileChangeType.Changed)])), path.as_uri())
+    assert [d.code for d in published.diagnostics] == ["MP404", "MP404"]
 
 
 async def test_config_error_is_shown_once_not_crashing(client: LanguageClient, tmp_path: Path):

@@ -271,6 +271,21 @@ def installed_target() -> Target | None:
     return None
 
 
+def is_project_file(path: str) -> bool:
+    """Whether editing `path` can change a project's pins (or where its root is)."""
+    name = os.path.basename(path)
+    if name in _PROJECT_MARKERS or (name.startswith("requirements") and name.endswith(".txt")):
+        return True
+    return name.endswith(".txt") and os.path.basename(os.path.dirname(path)) == "requirements"
+
+
+def forget_project_files() -> None:
+    """Forget the project roots and pins read so far (they are cached for the life of
+    the process): a long-running process calls this when a project file changes."""
+    project_root.cache_clear()
+    project_pins.cache_clear()
+
+
 def environment_fingerprint() -> str:
     """What outside a file can change a target decision (for the cache key)."""
     return ",".join(f"{k}={v}" for k, v in sorted(installed_versions().items()))
