@@ -105,14 +105,6 @@ class Settings:
             rel = path
         return rel.replace(os.sep, "/")
 
-    def fingerprint(self) -> str:
-        import hashlib
-
-        data = dataclasses.asdict(self)
-        data.pop("root")
-        data.pop("config_file")
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
     def describe(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["exclude"] = list(DEFAULT_EXCLUDE) + list(self.exclude)

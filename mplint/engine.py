@@ -13,7 +13,6 @@ reported as MP900 naming their rule; the others are kept.
 from __future__ import annotations
 
 import ast
-import traceback
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -145,6 +144,8 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
 
 
 def _internal_error(doc: Document, filename: str, what: str, exc: BaseException) -> Finding:
+    import traceback
+
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" if frame else ""
     message = f"internal error in {what} on {filename}: {type(exc).__name__}: {exc}{where}"

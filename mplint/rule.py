@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 
@@ -133,6 +132,8 @@ class Rule:
     # -- documentation --------------------------------------------------------------
     @classmethod
     def doc(cls) -> str:
+        import textwrap
+
         return textwrap.dedent(inspect.getdoc(cls) or "").strip()
 
     @classmethod

@@ -73,7 +73,7 @@ class Job:
     filename: str
     data: bytes
     file_settings: FileSettings
-    key_suffix: tuple[str, ...]
+    key_suffix: tuple[str, ...] | None  # None: no cache to key results for
     options: RunOptions
     speculative: bool = False  # sent before knowing whether the file inherits a policy
 
@@ -119,7 +119,7 @@ def process(job: Job) -> FileResult:
         result.details = f"{job.filename}: target {outcome.target}; policy {outcome.policy}"
     cacheable = not any(f.code == INTERNAL_ERROR[0] for f in outcome.findings)
     if outcome.text == doc.text:
-        if cacheable and not (options.fix or options.diff):
+        if cacheable and job.key_suffix is not None and not (options.fix or options.diff):
             result.cache_key = content_key(job.data, *job.key_suffix)
         return result
     if options.diff:
@@ -142,7 +142,7 @@ def process(job: Job) -> FileResult:
         result.findings = outcome.initial
         return result
     result.fixed = outcome.fixed
-    if cacheable:
+    if cacheable and job.key_suffix is not None:
         result.cache_key = content_key(data, *job.key_suffix)
     return result
 
@@ -361,8 +361,10 @@ def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: t
         )
     if not file_settings.codes:
         return FileResult(item.path, item.path)
+    if cache is None:
+        return Job(item.path, item.path, data, file_settings, None, options, speculative)
     key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target))
-    if cache is not None and not options.details:
+    if not options.details:
         cached = cache.get(item.path, content_key(data, *key_suffix), item.path)
         if cached is not None:
             if not (options.fix or options.diff) or not any(
