@@ -88,6 +88,9 @@ _OUTPUT_ACTIVATION_NAMES = frozenset({
 # A size whose name says it is the task's (class count, labels, actions, outputs).
 TASK_SIZE_NAME = re.compile(r"class|label|categor|target|action|(^|_)n(um)?_?outputs?($|_)", re.IGNORECASE)
 VOCABULARY_NAME = re.compile(r"vocab", re.IGNORECASE)
+# A Dataset.batch size named like these cuts a stream into sequences (text generation,
+# windows of a time series): a sequence length, not the batch a model trains on.
+SEQUENCE_NAME = re.compile(r"seq|window|length|(^|_)len($|_)|timestep|chunk|block_size|context", re.IGNORECASE)
 
 MODEL_CONSTRUCTORS = frozenset({"keras.Model", "keras.models.Model"})
 SEQUENTIAL = frozenset({"keras.Sequential", "keras.models.Sequential"})
@@ -124,6 +127,13 @@ DATASET_BATCH_METHODS = {
     "padded_batch": (0, "batch_size"),
     "bucket_by_sequence_length": (2, "bucket_batch_sizes"),
 }
+_SEQUENCE_CUTTERS = frozenset({"batch", "padded_batch"})
+
+
+def _sequence_sized(value: Value) -> bool:
+    return any(s.name is not None and SEQUENCE_NAME.search(s.name) for s in value.sources)
+
+
 # Functions -> (positional index or None, keyword) of a batch size.
 BATCH_FUNCTIONS = {
     "tensorflow.data.experimental.bucket_by_sequence_length": (2, "bucket_batch_sizes"),
@@ -493,9 +503,30 @@ class TensorCoreSites:
             if method in MODEL_BATCH_METHODS and self.is_keras_model(func.value):
                 sites.extend(self._batch(call, MODEL_BATCH_METHODS[method], "batch_size"))
             elif method in DATASET_BATCH_METHODS and self.is_dataset(func.value):
+                if method in _SEQUENCE_CUTTERS and self._batched_again_in_chain(call):
+                    continue  # cuts sequences (or windows) that a later .batch groups
                 position, keyword = DATASET_BATCH_METHODS[method]
-                sites.extend(self._batch(call, position, keyword))
+                found = self._batch(call, position, keyword)
+                if method in _SEQUENCE_CUTTERS:
+                    found = [site for site in found if not _sequence_sized(site.value)]
+                sites.extend(found)
         return sites
+
+    def _batched_again_in_chain(self, call: cst.Call) -> bool:
+        """`ds.batch(n).map(f).batch(m)`: whether a later method call of the same chain
+        batches the result of `call` again."""
+        parent_of = self.index.parent_of
+        current: cst.CSTNode = call
+        while True:
+            attribute = parent_of(current)
+            if not isinstance(attribute, cst.Attribute) or attribute.value is not current:
+                return False
+            outer = parent_of(attribute)
+            if not isinstance(outer, cst.Call) or outer.func is not attribute:
+                return False
+            if attribute.attr.value in _SEQUENCE_CUTTERS:
+                return True
+            current = outer
 
     def _value(self, expr: cst.BaseExpression | None) -> Value | None:
         if expr is None:
