@@ -37,6 +37,7 @@ LOOPS = {
     "MP201/self_opt_attribute": ("trainer", "no-lso"),
     "MP201/minimize_keras2": ("train_step", "no-lso"),
     "MP201/clipped_gradients_keras2": ("train_step", "no-lso"),
+    "MP201/gradients_in_a_loop": ("train_step", "no-lso"),
     "MP201/gan_two_tapes": ("train_step", "no-lso"),
     "MP201/gan_two_tapes_keras2": ("train_step", "no-lso"),
     "MP202/train_step_keras3": ("fit", "divided-unscaled"),

@@ -11,7 +11,8 @@
 A step is found at module level, in functions, in `@tf.function`s and in `train_step`
 overrides of `keras.Model` subclasses (whose `self.optimizer` comes from `compile`).
 Gradients are followed through assignments (`grads`, `g`, tuple unpacking, list
-comprehensions, clipping) within the scope, and through one `return` to the caller.
+comprehensions, clipping), `for` loops over them and the lists they `append` to, within
+the scope, and through one `return` to the caller.
 
 An optimizer reference (`optimizer`, `self.opt`, `self.optimizer`, `model.optimizer`)
 is resolved to where it is built: a constructor call (also in another function of the
@@ -74,6 +75,8 @@ LOSS_SCALING_GENERATIONS = frozenset({"current", "experimental", "compile"})
 MODEL_BASES = frozenset({"keras.Model", "keras.models.Model", "keras.Sequential", "keras.models.Sequential"})
 TF_FUNCTION = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
 
+# `gradients.append(g)`: a list of gradients built in a loop.
+COLLECTING_METHODS = frozenset({"append", "extend", "insert"})
 SCALE_METHODS = {"get_scaled_loss": "keras2", "scale_loss": "keras3"}
 UNSCALE_METHOD = "get_unscaled_gradients"
 APPLY_METHODS = frozenset({"apply_gradients", "apply"})
@@ -200,10 +203,11 @@ class TrainingLoops:
         return scope
 
     def _flow_nodes(self, scope: cst.CSTNode) -> list[cst.CSTNode]:
-        """Assignments, calls and returns of a scope, in source order (computed once)."""
+        """Assignments, calls, returns and for loops of a scope, in source order
+        (computed once)."""
         if self._by_scope is None:
             grouped: dict[int, list[cst.CSTNode]] = {}
-            for kind in (cst.Assign, cst.Call, cst.Return):
+            for kind in (cst.Assign, cst.Call, cst.Return, cst.For):
                 for node in self.index.nodes(kind):
                     grouped.setdefault(id(self.scope_of(node)), []).append(node)
             for nodes in grouped.values():
@@ -620,6 +624,9 @@ class TrainingLoops:
                         step.transformed = True
                     for target in node.targets:
                         names |= target_names(target.target)
+            elif isinstance(node, cst.For):
+                if self._mentions(node.iter, names):  # `for g in grads:` / `for g, v in zip(grads, ...)`
+                    names |= target_names(node.target)
             elif isinstance(node, cst.Call):
                 func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value in APPLY_METHODS \
@@ -628,15 +635,25 @@ class TrainingLoops:
                         step.transformed = True
                     self._set_apply(step, node)
                     return
+                if isinstance(func, cst.Attribute) and func.attr.value in COLLECTING_METHODS \
+                        and isinstance(func.value, cst.Name) \
+                        and any(self._mentions(a.value, names) for a in node.args):
+                    # `clipped.append(tf.clip_by_norm(g, 1.0))` in a loop over the gradients
+                    if not all(self._plain(a.value, names) for a in node.args):
+                        step.transformed = True
+                    names.add(func.value.value)
             elif isinstance(node, cst.Return) and node.value is not None and self._mentions(node.value, names) \
                     and isinstance(scope, cst.FunctionDef):
                 self._flow_to_callers(step, scope, depth)
                 return
 
     def _plain(self, expr: cst.BaseExpression, names: set[str]) -> bool:
-        """`grads` itself, or only packed into zip/list/tuple: not changed."""
+        """`grads` itself, or only packed into zip/list/tuple (or a `(g, v)` pair): not
+        changed."""
         if isinstance(expr, cst.Name):
             return expr.value in names or not self._mentions(expr, names)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return all(self._plain(e.value, names) for e in expr.elements)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("zip", "list", "tuple"):
             return all(self._plain(a.value, names) for a in expr.args)
         return not self._mentions(expr, names)
