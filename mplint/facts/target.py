@@ -81,6 +81,11 @@ def decide_target(
     return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)")
 
 
+def _is_requirements_file(name: str) -> bool:
+    """`requirements.txt`, `requirements-dev.txt`, ... (a file name in a project root)."""
+    return name.startswith("requirements") and name.endswith(".txt")
+
+
 @lru_cache(maxsize=1024)
 def project_root(folder: str) -> str | None:
     """The nearest folder (upwards) with packaging metadata or requirements, or None.
@@ -89,7 +94,7 @@ def project_root(folder: str) -> str | None:
         names = os.listdir(folder)
     except OSError:
         names = []
-    if any(n in names for n in _PROJECT_MARKERS) or any(n.startswith("requirements") and n.endswith(".txt") for n in names) \
+    if any(n in names for n in _PROJECT_MARKERS) or any(_is_requirements_file(n) for n in names) \
             or ("requirements" in names and os.path.isdir(os.path.join(folder, "requirements"))):
         return folder
     if ".git" in names:
@@ -101,7 +106,7 @@ def project_root(folder: str) -> str | None:
 def _requirement_lines(root: str) -> list[tuple[str, str]]:
     """(requirement string, file) pairs declared in a project root."""
     found: list[tuple[str, str]] = []
-    candidates = [os.path.join(root, n) for n in sorted(os.listdir(root)) if n.startswith("requirements") and n.endswith(".txt")]
+    candidates = [os.path.join(root, n) for n in sorted(os.listdir(root)) if _is_requirements_file(n)]
     req_dir = os.path.join(root, "requirements")
     if os.path.isdir(req_dir):
         candidates += [os.path.join(req_dir, n) for n in sorted(os.listdir(req_dir)) if n.endswith(".txt")]
@@ -274,7 +279,7 @@ def installed_target() -> Target | None:
 def is_project_file(path: str) -> bool:
     """Whether editing `path` can change a project's pins (or where its root is)."""
     name = os.path.basename(path)
-    if name in _PROJECT_MARKERS or (name.startswith("requirements") and name.endswith(".txt")):
+    if name in _PROJECT_MARKERS or _is_requirements_file(name):
         return True
     return name.endswith(".txt") and os.path.basename(os.path.dirname(path)) == "requirements"
 
