@@ -174,6 +174,8 @@ class TensorCoreSites:
     def __init__(self, facts: "ModuleFacts") -> None:
         self.facts = facts
         self.index = facts.index
+        self._dataset_memo: dict[tuple[int, int], bool] = {}
+        self._model_memo: dict[tuple[int, int], bool] = {}
 
     # -- layers -------------------------------------------------------------------------
     def layer_kind(self, call: cst.BaseExpression) -> str | None:
@@ -367,6 +369,13 @@ class TensorCoreSites:
         return found
 
     def is_keras_model(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        key = (id(expr), depth)  # memoised like is_dataset
+        known = self._model_memo.get(key)
+        if known is None:
+            known = self._model_memo[key] = self._is_keras_model(expr, depth)
+        return known
+
+    def _is_keras_model(self, expr: cst.BaseExpression, depth: int) -> bool:
         if depth > 6:
             return False
         if isinstance(expr, cst.Call):
@@ -409,6 +418,15 @@ class TensorCoreSites:
         return (id(scope), name.value) in self._compiled_names
 
     def is_dataset(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        # Memoised per (node, depth): `ds = ds.map(...)` rebound n times would otherwise
+        # be followed through every binding at every level (n ** depth calls).
+        key = (id(expr), depth)
+        known = self._dataset_memo.get(key)
+        if known is None:
+            known = self._dataset_memo[key] = self._is_dataset(expr, depth)
+        return known
+
+    def _is_dataset(self, expr: cst.BaseExpression, depth: int) -> bool:
         if depth > self.MAX_DEPTH:
             return False
         if isinstance(expr, cst.Call):
