@@ -756,9 +756,13 @@ class TrainingLoops:
                 return step
         return None
 
-    def names_in_scope(self, scope: cst.CSTNode) -> set[str]:
-        nodes = self.index.descendants(scope) if scope is not self.index.module else iter(self.index.nodes(cst.Name))
-        return {n.value for n in nodes if isinstance(n, cst.Name)}
+    def names_in_scope(self, scope: cst.CSTNode) -> frozenset[str]:
+        """The names used in `scope` (memoised: a rule asks once per fix, the tree does not change)."""
+        cache = self.__dict__.setdefault("_names_in_scope", {})
+        if id(scope) not in cache:
+            nodes = self.index.descendants(scope) if scope is not self.index.module else iter(self.index.nodes(cst.Name))
+            cache[id(scope)] = frozenset(n.value for n in nodes if isinstance(n, cst.Name))
+        return cache[id(scope)]
 
 
 def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
