@@ -1,19 +1,29 @@
-"""The cheap text scan that decides whether a file is worth parsing at all.
+"""The cheap scans that decide whether a file is worth parsing with libcst at all.
 
-Most Python files in a repository have nothing to do with mixed precision. A file is
-parsed only if it mentions a mixed-precision token (or NumPy's `np.half`) or a
-LossScaleOptimizer method, or it mentions Keras/TensorFlow and also contains a float16
-numerics hazard literal (for MP5xx in library layer code that sets no policy) or a
-`.half` dtype (MP503), or
-`assume-policy` covers it and it mentions Keras/TensorFlow.
-Plain substring tests (C-speed) do most of the work; the literal scan runs only on
-files that mention Keras/TensorFlow. Every rule must be unable to fire on a file this
-scan rejects: tests/test_fixtures.py checks that against every fixture.
+Most Python files in a repository have nothing to do with mixed precision. Two stages,
+each asking only for what the enabled rules need (`mplint.rule_evidence`):
+
+1. Text (`needs_parse`, C-speed substring tests, first on the raw bytes): a file is a
+   candidate only if it mentions a mixed-precision token (or NumPy's `np.half`) or a
+   LossScaleOptimizer method, or it mentions Keras/TensorFlow and also contains a
+   float16 numerics hazard literal or a `.half` dtype, or `assume-policy` covers it
+   and it mentions Keras/TensorFlow; and if the words some rule needs appear together
+   (a float16 dtype *and* a policy setter or a layer `dtype=`, a hazard literal *and*
+   a `def call` ...).
+2. Code (`worth_parsing`): Python's own parser (`mplint.code_scan`, ~10x faster than
+   libcst) reads the candidate's code, without comments and docstrings, and asks the
+   same questions of identifiers, string values and where hazard literals flow.
+
+Names are matched as the code spells them: a policy name written with escape sequences
+(`"mixed_\\x66loat16"`) is not recognised. Every rule must be unable to fire on a file
+these scans reject: tests/test_fixtures.py checks that against every fixture, and
+tests/test_prefilter.py checks the name lists against the rules' own tables.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 MIXED_PRECISION_TOKENS = (
     "float16",  # also mixed_float16, mixed_bfloat16, bfloat16
@@ -87,10 +97,49 @@ def has_float16_hazard_literal(text: str) -> bool:
     return False
 
 
-def needs_parse(text: str, assume_policy: bool = False) -> bool:
+def mentions_tokens(text: str, assume_policy: bool = False) -> bool:
+    """The coarse token test: a mixed-precision or loss-scaling token, or Keras with a
+    `.half` dtype (MP503), a hazard literal (MP5xx) or an assumed policy."""
     if mentions_mixed_precision(text) or any(token in text for token in LOSS_SCALING_TOKENS):
         return True
     if not mentions_keras(text):
         return False
-    # `tf.half`/`np.half` (float16's other name) for MP503, or a hazard literal for MP5xx
     return assume_policy or ".half" in text or has_float16_hazard_literal(text)
+
+
+def needs_parse(text: str, assume_policy: bool = False, codes: Iterable[str] | None = None,
+                unreadable_parts: bool = False) -> bool:
+    """Stage 1: could one of the enabled rules (`codes`, default every rule) fire, judged
+    by the words in the text? (See `worth_parsing` for `unreadable_parts`.)"""
+    from mplint.rule_evidence import evidence_for
+
+    if not mentions_tokens(text, assume_policy):
+        return False
+    wanted = evidence_for(codes)
+    return wanted is None or unreadable_parts or any(evidence.in_text(text, assume_policy) for evidence in wanted)
+
+
+def worth_parsing(text: str, assume_policy: bool = False, flags: int = 0, unreadable_parts: bool = False,
+                  codes: Iterable[str] | None = None) -> bool:
+    """Both stages: could one of the enabled rules fire on this file? `flags` are the
+    compile flags of the document (a notebook allows top-level `await`); a document with
+    parts that could not be read (a notebook cell that is not Python) goes to the
+    engine, which reports them, once the text stage lets it through."""
+    from mplint.rule_evidence import evidence_for
+
+    if not mentions_tokens(text, assume_policy):
+        return False
+    wanted = evidence_for(codes)
+    if wanted is None or unreadable_parts:
+        return True  # a rule the pre-filter does not know (a plugin's, a test's) always may fire
+    candidates = [evidence for evidence in wanted if evidence.in_text(text, assume_policy)]
+    if not candidates:
+        return False
+    if any(evidence.without_code(assume_policy) for evidence in candidates):
+        return True
+    from mplint.code_scan import CodeScan
+
+    scan = CodeScan.of(text, flags)
+    return scan is None or any(evidence.in_code(scan, assume_policy) for evidence in candidates)
+
+

@@ -20,7 +20,7 @@ from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
 from mplint.discovery import Found, PathProblem, discover, virtual_file
 from mplint.policy_inheritance import PolicyGraph
-from mplint.prefilter import may_need_parse, mentions_keras, needs_parse
+from mplint.prefilter import may_need_parse, mentions_keras, needs_parse, worth_parsing
 from mplint.source import Document, FileTooLarge, SourceError, atomic_write, decode_python, read_bytes
 
 POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
@@ -111,8 +111,6 @@ def _environment_key(path: str, target: str) -> str:
 
 def process(job: Job) -> FileResult:
     """Lint (and fix) one file; runs in a worker process."""
-    from mplint.engine import check_document
-
     result = FileResult(job.filename, job.path, speculative=job.speculative)
     try:
         doc = load_document(job.path, job.data)
@@ -120,7 +118,17 @@ def process(job: Job) -> FileResult:
         result.findings = [_source_error_finding(job.filename, exc)]
         return result
     options = job.options
-    outcome = check_document(doc, job.file_settings, job.filename, fix=options.fix or options.diff,
+    settings = job.file_settings
+    assumed = settings.assumed_policy is not None or settings.inherited_policy is not None
+    if not worth_parsing(doc.text, assumed, doc.compile_flags(), unreadable_parts=bool(doc.source_diagnostics()),
+                         codes=settings.codes):
+        # The code holds nothing any rule looks for: no findings, nothing to fix, and
+        # (in a run that parses nothing else) libcst is never imported.
+        result.cache_key = _unchanged_key(job)
+        return result
+    from mplint.engine import check_document
+
+    outcome = check_document(doc, settings, job.filename, fix=options.fix or options.diff,
                              unsafe=options.unsafe)  # type: ignore[arg-type]
     result.findings = outcome.findings
     if outcome.target or outcome.policy:
@@ -133,8 +141,8 @@ def process(job: Job) -> FileResult:
         text, result.noqa_added, skipped = add_noqa(doc, outcome.findings)
         result.warnings.extend(f"{job.filename}: {reason}" for reason in skipped)
     if text == doc.text:
-        if cacheable and job.key_suffix is not None and not (options.fix or options.diff or options.add_noqa):
-            result.cache_key = content_key(job.data, *job.key_suffix)
+        if cacheable:
+            result.cache_key = _unchanged_key(job)
         return result
     if options.diff:
         result.fixed = outcome.fixed
@@ -166,6 +174,14 @@ def process(job: Job) -> FileResult:
     if cacheable and job.key_suffix is not None:
         result.cache_key = content_key(data, *job.key_suffix)
     return result
+
+
+def _unchanged_key(job: Job) -> str | None:
+    """The cache key of a file whose check changed nothing (None: not cached)."""
+    options = job.options
+    if job.key_suffix is None or options.fix or options.diff or options.add_noqa:
+        return None
+    return content_key(job.data, *job.key_suffix)
 
 
 def _worker_init() -> None:
@@ -375,7 +391,8 @@ def _scan(item: Found, graph: PolicyGraph) -> tuple[_Scanned, bytes | None]:
     assumed = bool(settings.assume_policy) and settings.assumed_policy(settings.relpath(item.path)) is not None
     keras = mentions_keras(doc.text)
     graph.add(item.path, doc.text, relevant=keras)
-    return _Scanned(item, needs_parse=needs_parse(doc.text, assume_policy=assumed), mentions_keras=keras), data
+    needed = needs_parse(doc.text, assume_policy=assumed, unreadable_parts=bool(doc.source_diagnostics()))
+    return _Scanned(item, needs_parse=needed, mentions_keras=keras), data
 
 
 def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: tuple[str, str] | None,

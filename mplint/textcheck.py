@@ -16,7 +16,7 @@ import os
 from mplint.codes import all_codes
 from mplint.config import ConfigResolver
 from mplint.engine import Outcome, check_document
-from mplint.prefilter import needs_parse
+from mplint.prefilter import worth_parsing
 from mplint.source import Document
 
 
@@ -57,7 +57,8 @@ def check_text(
 
         doc = mask_cell(path, text)
     assumed = engine_settings.assumed_policy is not None
-    if not needs_parse(doc.text, assume_policy=assumed):
+    if not worth_parsing(doc.text, assumed, doc.compile_flags(), unreadable_parts=bool(doc.source_diagnostics()),
+                         codes=engine_settings.codes):
         return Outcome([], text)
     outcome = check_document(doc, engine_settings, path or "untitled.py", fix=fix, unsafe=unsafe)
     if notebook_cell and outcome.text != doc.text:

@@ -6,7 +6,7 @@ import pytest
 
 from mplint.codes import RULES
 from mplint.engine import check_document, lint
-from mplint.prefilter import needs_parse
+from mplint.prefilter import worth_parsing
 from mplint.runner import load_document
 from tests.fixture_cases import Case, cases, format_finding, update_requested
 
@@ -52,11 +52,14 @@ def test_fix_matches_expected_and_is_stable(case: Case) -> None:
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.id)
 def test_prefilter_lets_findings_through(case: Case) -> None:
-    """The cheap text scan must never hide a file where a rule fires."""
+    """The pre-filter (text scan, then Python's parser) must never hide a file where a
+    rule fires."""
     _, findings = _lint(case)
     if findings:
         doc = load_document(str(case.input), case.input.read_bytes())
-        assert needs_parse(doc.text, assume_policy=case.options().get("assume-policy") is not None)
+        assumed = case.options().get("assume-policy") is not None
+        assert worth_parsing(doc.text, assumed, doc.compile_flags(), unreadable_parts=bool(doc.source_diagnostics()),
+                             codes=case.file_settings().codes)
 
 
 def test_every_rule_has_fixtures_that_fire_and_stay_silent() -> None:

@@ -93,14 +93,19 @@ def test_scan_ignores_names_imaginaries_and_safe_numbers(source: str) -> None:
     assert not has_float16_hazard_literal(source)
 
 
+LAYER_CODE = "\nclass Masked(tf.keras.layers.Layer):\n    def call(self, x):\n        return x * NEG\n"
+
+
 def test_needs_parse_wants_keras_with_a_hazard_or_a_float16_spelling() -> None:
-    assert needs_parse("import tensorflow as tf\nNEG = -1e9\n")
-    assert needs_parse("import keras\nEPS = 0.000000001\n")
-    assert not needs_parse("NEG = -1e9\n")  # no Keras/TensorFlow: nothing MP5xx checks
-    assert not needs_parse("import tensorflow as tf\nNEG = -1e4\n")
-    assert needs_parse("x = data.astype(np.half)\n")
-    assert needs_parse("import tensorflow as tf\nx = tf.cast(x, tf.half)\n")
-    assert not needs_parse("import torch\nx = torch.ones(3).half()\n")
+    assert needs_parse("import tensorflow as tf\nNEG = -1e9\n" + LAYER_CODE)
+    assert needs_parse("import keras as tf\nNEG = 0.000000001\n" + LAYER_CODE)
+    assert not needs_parse("NEG = -1e9\n" + LAYER_CODE.replace("tf.keras.layers.", ""))  # no Keras/TensorFlow
+    assert not needs_parse("import tensorflow as tf\nNEG = -1e4\n" + LAYER_CODE)
+    assert not needs_parse("import tensorflow as tf\nNEG = -1e9\n")  # no layer code: nothing MP5xx checks
+    pipeline = "\nds = ds.map(f, num_parallel_calls=2)\n"
+    assert needs_parse("x = data.astype(np.half)\n" + pipeline)
+    assert needs_parse("import tensorflow as tf\nx = tf.cast(x, tf.half)\n" + pipeline)
+    assert not needs_parse("import torch\nx = torch.ones(3).half()\n" + pipeline)
 
 
 # -- the rules only fire on constants the scan can see -------------------------------------------
