@@ -193,7 +193,9 @@ def _never_half(value: ast.AST) -> bool:
 # can own the comments after it), as opposed to a SimpleStatementLine.
 _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
              ast.With, ast.AsyncWith, ast.Try, ast.Match, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
-Statements = list[tuple[int, int, bool]]  # (first line, last line, is compound) per top-level statement
+# Per top-level statement: (first line with decorators, last line, is compound, line and
+# column where its syntax starts (0-based column)).
+Statements = list[tuple[int, int, bool, int, int]]
 _last_statements: tuple[str, int, Statements | None] | None = None  # for the text scanned last
 
 
@@ -209,8 +211,8 @@ def _python_tree(text: str, flags: int) -> ast.Module | None:
 
 
 def top_level_statements(text: str, flags: int = 0) -> Statements | None:
-    """Lines of the module's top-level statements (decorators included), or None if
-    Python rejects the text. The pre-filter's scan of the same text is reused."""
+    """Where the module's top-level statements are (see `Statements`), or None if Python
+    rejects the text. The pre-filter's scan of the same text is reused."""
     last = _last_statements
     if last is not None and last[0] is text and last[1] == flags:
         return last[2]
@@ -222,7 +224,8 @@ def _statements(tree: ast.Module) -> Statements:
     found = []
     for statement in tree.body:
         first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
-        found.append((first, statement.end_lineno or statement.lineno, isinstance(statement, _COMPOUND)))
+        found.append((first, statement.end_lineno or statement.lineno, isinstance(statement, _COMPOUND),
+                      statement.lineno, statement.col_offset))
     return found
 
 

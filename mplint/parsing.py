@@ -26,6 +26,8 @@ from typing import Iterator
 
 import libcst as cst
 
+from mplint.code_scan import Statements, top_level_statements
+
 CHUNK_LINES = 400  # a chunk is cut at the first place allowed after this many lines
 
 _last_chunks: dict[str, cst.Module] = {}  # chunk text -> its parse, from the last chunked parse
@@ -34,8 +36,6 @@ _last_chunks: dict[str, cst.Module] = {}  # chunk text -> its parse, from the la
 def parse(text: str, flags: int = 0) -> cst.Module:
     """The libcst Module of `text` (raises what `libcst.parse_module` raises). `flags`
     are the compile flags Python's parser needs for the text (top-level `await`)."""
-    from mplint.code_scan import top_level_statements
-
     statements = top_level_statements(text, flags)
     if statements is None:  # Python rejects it: libcst says why, as always
         _last_chunks.clear()
@@ -77,15 +77,14 @@ def _built_by_the_parser(self) -> None:
     """Stands in for libcst's node validation while the parser builds nodes."""
 
 
-def _cuts(text: str, statements: list[tuple[int, int, bool]]) -> list[int]:
-    """1-based lines where a new chunk starts (none for a small module), given the
-    top-level statements' (first line, last line, is compound)."""
+def _cuts(text: str, statements: Statements) -> list[int]:
+    """1-based lines where a new chunk starts (none for a small module)."""
     if not statements or statements[-1][1] <= CHUNK_LINES:
         return []
     lines = text.split("\n")
     cuts: list[int] = []
     chunk_start = 1
-    for (_, end, compound), (start, _, _) in zip(statements, statements[1:]):
+    for (_, end, compound, _, _), (start, *_) in zip(statements, statements[1:]):
         if end + 1 - chunk_start < CHUNK_LINES or start <= end:
             continue
         if compound and any(lines[row - 1] for row in range(end + 1, start)):

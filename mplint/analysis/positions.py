@@ -17,6 +17,9 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 
+LARGE_TEXT = 200_000  # characters: above this, nothing is searched for in the whole text
+
+
 @dataclass(frozen=True)
 class Span:
     """Offsets into the module text. `full_*` include whitespace the node owns."""
@@ -127,6 +130,7 @@ class PositionFinder:
         self.text = text
         self._index = index  # the module's ModuleIndex
         self._starts: list[int] | None | bool = False  # syntactic starts, from `ast`
+        self._positions: dict[int, int] | None = None  # top-level statement id -> index in the body
 
     def spans(self, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
         """Spans by node id. Nodes inside a statement line are placed with just that
@@ -156,7 +160,8 @@ class PositionFinder:
 
     def _line_spans(self, line: cst.SimpleStatementLine, wanted: list[cst.CSTNode]) -> dict[int, Span] | None:
         """Generate one nested statement line (at its block's indentation) and place it
-        where its text occurs exactly once, at the start of a line."""
+        where its text occurs exactly once, at the start of a line: in the whole text, or
+        (a large text, or a line repeated elsewhere) in its top-level statement."""
         indent = [
             block.indent if block.indent is not None else self.module.default_indent
             for block in reversed(list(self._index.ancestors(line)))
@@ -170,11 +175,33 @@ class PositionFinder:
         )
         line._codegen(state)
         code = "".join(state.tokens)
+        whole = (0, len(self.text))
+        window = self._window(line) if len(self.text) > LARGE_TEXT else whole
+        at = self._unique_line(code, *window)
+        if at is None and window == whole:
+            window = self._window(line)
+            at = self._unique_line(code, *window) if window != whole else None
+        return None if at is None else _shifted(state, wanted, at)
+
+    def _unique_line(self, code: str, start: int, end: int) -> int | None:
+        """Where `code` occurs in text[start:end], if exactly once and at a line start."""
         text = self.text
-        at = text.find(code)
-        if at < 0 or text.find(code, at + 1) >= 0 or not (at == 0 or text[at - 1] in "\r\n"):
+        at = text.find(code, start, end)
+        if at < 0 or text.find(code, at + 1, end) >= 0 or not (at == 0 or text[at - 1] in "\r\n"):
             return None
-        return _shifted(state, wanted, at)
+        return at
+
+    def _window(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Offsets between which the top-level statement holding `node` lies (from the
+        start of its syntax to the start of the next one's); the whole text if unknown."""
+        starts = self._statement_starts()
+        top = self._index.top_level_statement(node)
+        if starts is None or top is None:
+            return 0, len(self.text)
+        if self._positions is None:
+            self._positions = {id(statement): i for i, statement in enumerate(self.module.body)}
+        position = self._positions[id(top)]
+        return starts[position], starts[position + 1] if position + 1 < len(starts) else len(self.text)
 
     def _top_level_spans(self, nodes: list[cst.CSTNode]) -> dict[int, Span]:
         by_statement: dict[int, list[cst.CSTNode]] = {}
@@ -208,17 +235,21 @@ class PositionFinder:
         return _shifted(state, wanted, shift)
 
     def _place(self, position: int, statement: cst.CSTNode, code: str, state: _TrackingState) -> int | None:
-        """Offset of the statement's generated text in the source, or None."""
-        text = self.text
-        at = text.find(code)
-        if at >= 0 and text.find(code, at + 1) < 0 and (at == 0 or text[at - 1] in "\r\n"):
-            return at
+        """Offset of the statement's generated text in the source, or None: where the
+        text occurs once, else where Python's parser says the statement starts (first,
+        in a large text, where searching the whole text per statement adds up)."""
+        if len(self.text) > LARGE_TEXT:
+            return self._place_by_start(position, statement, code, state) or self._unique_line(code, 0, len(self.text))
+        at = self._unique_line(code, 0, len(self.text))
+        return at if at is not None else self._place_by_start(position, statement, code, state)
+
+    def _place_by_start(self, position: int, statement: cst.CSTNode, code: str, state: _TrackingState) -> int | None:
         starts = self._statement_starts()
         syntactic = state.syntactic.get(id(statement))
         if starts is None or syntactic is None:
             return None
         shift = starts[position] - syntactic[0]
-        if shift < 0 or text[shift : shift + len(code)] != code:
+        if shift < 0 or self.text[shift : shift + len(code)] != code:
             return None
         return shift
 
@@ -243,24 +274,21 @@ def _shifted(state: _TrackingState, wanted: list[cst.CSTNode], shift: int) -> di
 
 
 def _top_level_starts(module: cst.Module, text: str) -> list[int] | None:
-    import ast
-
+    from mplint.code_scan import top_level_statements
     from mplint.textpos import LineIndex
 
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    body = top_level_statements(text)  # Python's parser; the pre-filter's, for the same text
+    if body is None:
         return None
     lines = LineIndex(text)
-    body = tree.body
     starts: list[int] = []
     position = 0
     for statement in module.body:
         count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
         if position + count > len(body):
             return None
-        first = body[position]
-        starts.append(lines.offset(first.lineno, first.col_offset + 1))
+        _, _, _, row, column = body[position]
+        starts.append(lines.offset(row, column + 1))
         position += count
     return starts if position == len(body) else None
 
