@@ -143,6 +143,7 @@ class Float16Code:
         )
         self._assignments: dict[tuple[int, str], list[tuple[cst.CSTNode, cst.BaseExpression | None]]] | None = None
         self._self_attributes: dict[tuple[int, str], list[cst.BaseExpression]] | None = None
+        self._functions_by_name: dict[str, list[cst.FunctionDef]] | None = None
         self.layer_classes = self._find_layer_classes()
         policies, known = self._module_policies()
         self.float16_excluded = bool(policies) and known and not (policies & FLOAT16_POLICIES)
@@ -278,7 +279,11 @@ class Float16Code:
         found = self._module_functions.get(name)
         if found is not None:
             return found
-        candidates = [f for f in self.index.nodes(cst.FunctionDef) if f.name.value == name]
+        if self._functions_by_name is None:  # built once: a call per function otherwise re-reads them all
+            self._functions_by_name = {}
+            for function in self.index.nodes(cst.FunctionDef):
+                self._functions_by_name.setdefault(function.name.value, []).append(function)
+        candidates = self._functions_by_name.get(name, [])
         return candidates[0] if len(candidates) == 1 and self.index.class_of(candidates[0]) is None else None
 
     def _method(self, cls: cst.ClassDef, name: str, seen: frozenset[int] = frozenset()) -> cst.FunctionDef | None:
