@@ -42,6 +42,11 @@ def mixed_policy_set(text: str) -> str | None:
     return None
 
 
+def inheritance_facts(text: str) -> tuple[str | None, list[tuple[str, list[str]]]]:
+    """What the graph needs from a module's text: the mixed policy it sets, what it imports."""
+    return mixed_policy_set(text), imported_modules(text)
+
+
 def imported_modules(text: str) -> list[tuple[str, list[str]]]:
     """(module, imported names) for each import statement; module may be relative."""
     found: list[tuple[str, list[str]]] = []
@@ -70,16 +75,20 @@ class PolicyGraph:
     def add(self, path: str, text: str, relevant: bool) -> None:
         """Record a checked file; `relevant` files (mentioning Keras) have their
         imports and policy read."""
+        self.add_facts(path, *(inheritance_facts(text) if relevant else (None, None)))
+
+    def add_facts(self, path: str, policy: str | None, imports: list[tuple[str, list[str]]] | None) -> None:
+        """Record a checked file from its `inheritance_facts` (None: not relevant), e.g.
+        remembered from an earlier run."""
         absolute = self.absolute(path)
         self.known.add(absolute)
         stem = os.path.basename(absolute)[:-3]
         self._stems.add(os.path.basename(os.path.dirname(absolute)) if stem == "__init__" else stem)
-        if not relevant:
+        if imports is None:
             return
-        policy = mixed_policy_set(text)
         if policy and not is_test_file(absolute):
             self.setters[absolute] = policy
-        self.imports[absolute] = imported_modules(text)
+        self.imports[absolute] = imports
 
     def absolute(self, path: str) -> str:
         """`os.path.abspath` without asking the OS for the working folder each time."""

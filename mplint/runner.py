@@ -14,12 +14,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from mplint.cache import Cache, content_key
+from mplint.cache import Cache, Scan, file_digest, file_stat, findings_key
 from mplint.codes import all_codes
 from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
 from mplint.discovery import Found, PathProblem, discover, virtual_file
-from mplint.policy_inheritance import PolicyGraph
+from mplint.policy_inheritance import PolicyGraph, inheritance_facts
 from mplint.prefilter import may_need_parse, mentions_keras, needs_parse, worth_parsing
 from mplint.source import Document, FileTooLarge, SourceError, atomic_write, decode_python, read_bytes
 
@@ -49,6 +49,7 @@ class FileResult:
     problems: list[PathProblem] = field(default_factory=list)
     details: str | None = None
     cache_key: str | None = None  # key to store `findings` under, if cacheable
+    digest: str | None = None  # of the content `cache_key` is for
     speculative: bool = False
     fixed_codes: dict[str, int] = field(default_factory=dict)  # code -> fixes applied
     output: bytes | None = None  # a virtual file's (stdin's) new bytes: never written
@@ -84,6 +85,7 @@ class Job:
     options: RunOptions
     speculative: bool = False  # sent before knowing whether the file inherits a policy
     virtual: bool = False  # text from stdin: the result keeps new bytes instead of writing
+    digest: str | None = None  # of `data`, when there is a cache
 
 
 def load_document(path: str, data: bytes) -> Document:
@@ -103,9 +105,9 @@ def _source_error_finding(filename: str, exc: SourceError) -> Finding:
 def _environment_key(path: str, target: str) -> str:
     if target != "auto":
         return ""
-    from mplint.facts.target import environment_fingerprint, project_pins, project_root
+    from mplint.facts.target import environment_fingerprint, pins_fingerprint, project_root
 
-    pins = project_pins(project_root(os.path.dirname(os.path.abspath(path))))
+    pins = pins_fingerprint(project_root(os.path.dirname(os.path.abspath(path))))
     return f"{environment_fingerprint()}|{pins}"
 
 
@@ -124,7 +126,7 @@ def process(job: Job) -> FileResult:
                          codes=settings.codes):
         # The code holds nothing any rule looks for: no findings, nothing to fix, and
         # (in a run that parses nothing else) libcst is never imported.
-        result.cache_key = _unchanged_key(job)
+        result.cache_key, result.digest = _unchanged_key(job), job.digest
         return result
     from mplint.engine import check_document
 
@@ -142,7 +144,7 @@ def process(job: Job) -> FileResult:
         result.warnings.extend(f"{job.filename}: {reason}" for reason in skipped)
     if text == doc.text:
         if cacheable:
-            result.cache_key = _unchanged_key(job)
+            result.cache_key, result.digest = _unchanged_key(job), job.digest
         return result
     if options.diff:
         result.fixed = outcome.fixed
@@ -172,16 +174,17 @@ def process(job: Job) -> FileResult:
     result.fixed = outcome.fixed
     result.fixed_codes = outcome.fixed_codes
     if cacheable and job.key_suffix is not None:
-        result.cache_key = content_key(data, *job.key_suffix)
+        result.digest = file_digest(data)
+        result.cache_key = findings_key(result.digest, *job.key_suffix)
     return result
 
 
 def _unchanged_key(job: Job) -> str | None:
     """The cache key of a file whose check changed nothing (None: not cached)."""
     options = job.options
-    if job.key_suffix is None or options.fix or options.diff or options.add_noqa:
+    if job.key_suffix is None or job.digest is None or options.fix or options.diff or options.add_noqa:
         return None
-    return content_key(job.data, *job.key_suffix)
+    return findings_key(job.digest, *job.key_suffix)
 
 
 def _worker_init() -> None:
@@ -254,6 +257,7 @@ class _Scanned:
     needs_parse: bool = False
     mentions_keras: bool = False
     result: FileResult | None = None  # final already (unreadable, undecodable, skipped)
+    digest: str | None = None  # of the bytes, when there is a cache
 
 
 def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, stdin: bytes | None = None) -> RunResult:
@@ -298,12 +302,15 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     try:
         # Pass 1: read, decode and pre-filter every file; learn which modules set a
         # mixed policy and what they import (see mplint.policy_inheritance).
+        # A file the cache knows is not sent early: its scan comes from the cache, and the
+        # policy it inherits decides which findings are cached for it.
         scanned = []
         for item in found:
-            scan, data = _scan(item, graph)
-            if speculate and scan.result is None and scan.needs_parse and data is not None:
+            seen_before = cache is not None and cache.has(item.path)
+            scan, data = _scan(item, graph, cache)
+            if speculate and scan.result is None and scan.needs_parse and data is not None and not seen_before:
                 speculative.add(item.path)
-                dispatch(_prepare(item, options, cache, None, data, speculative=True))
+                dispatch(_prepare(item, options, cache, None, data, speculative=True, digest=scan.digest))
             scanned.append(scan)
         inherited = graph.inherited()
         # Pass 2: the engine, for the files that need it (and were not sent yet).
@@ -321,7 +328,7 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
             if not scan.needs_parse and not (policy and scan.mentions_keras):
                 results.append(FileResult(path, path))
                 continue
-            dispatch(_prepare(scan.item, options, cache, policy))
+            dispatch(_prepare(scan.item, options, cache, policy, digest=scan.digest))
         if pool is not None:
             results.extend(pool.drain())
     except BaseException:
@@ -349,7 +356,7 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         if file_result.details:
             result.details.append(file_result.details)
         if cache is not None and file_result.cache_key is not None:
-            cache.put(file_result.path, file_result.cache_key, file_result.findings)
+            cache.put(file_result.path, file_result.cache_key, file_result.findings, file_result.digest)
     if cache is not None:
         warning = cache.save()
         if warning:
@@ -376,33 +383,49 @@ def _read(item: Found) -> bytes | FileResult:
     return result
 
 
-def _scan(item: Found, graph: PolicyGraph) -> tuple[_Scanned, bytes | None]:
-    """What pass 1 learns about a file, and its bytes (for an immediate job)."""
+def _scan(item: Found, graph: PolicyGraph, cache: Cache | None) -> tuple[_Scanned, bytes | None]:
+    """What pass 1 learns about a file, and its bytes (for an immediate job). A file the
+    cache has seen with the same size and modification time is not read at all."""
+    settings = item.settings
+    assumed = bool(settings.assume_policy) and settings.assumed_policy(settings.relpath(item.path)) is not None
+    stat = file_stat(item.path) if cache is not None and item.data is None else None
+    known = cache.scan_of(item.path, stat, assumed) if cache is not None else None
+    if known is not None:
+        scan, digest = known
+        graph.add_facts(item.path, scan.policy, list(scan.imports) if scan.mentions_keras else None)
+        return _Scanned(item, scan.needs_parse, scan.mentions_keras, digest=digest), None
     data = _read(item)
     if isinstance(data, FileResult):
         return _Scanned(item, result=data), None
+    digest = file_digest(data) if cache is not None else None
+    scanned, facts = _scan_bytes(item, data, assumed, digest)
+    if scanned.result is None:
+        graph.add_facts(item.path, *facts)
+        if cache is not None and digest is not None:
+            policy, imports = facts
+            cache.put_scan(item.path, stat, digest,
+                           Scan(assumed, scanned.needs_parse, scanned.mentions_keras, policy, tuple(imports or ())))
+    return scanned, data
+
+
+def _scan_bytes(item: Found, data: bytes, assumed: bool, digest: str | None) -> tuple[_Scanned, tuple]:
+    """The scan of a file's bytes, and its policy-inheritance facts (None, None: not relevant)."""
     if not may_need_parse(data):
-        return _Scanned(item), None  # no token of interest: not even decoded
+        return _Scanned(item, digest=digest), (None, None)  # no token of interest: not even decoded
     try:
         doc = load_document(item.path, data)
     except SourceError as exc:
-        return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)])), None
-    settings = item.settings
-    assumed = bool(settings.assume_policy) and settings.assumed_policy(settings.relpath(item.path)) is not None
+        return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)])), (None, None)
     keras = mentions_keras(doc.text)
-    graph.add(item.path, doc.text, relevant=keras)
     needed = needs_parse(doc.text, assume_policy=assumed, unreadable_parts=bool(doc.source_diagnostics()))
-    return _Scanned(item, needs_parse=needed, mentions_keras=keras), data
+    facts = inheritance_facts(doc.text) if keras else (None, None)
+    return _Scanned(item, needs_parse=needed, mentions_keras=keras, digest=digest), facts
 
 
 def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: tuple[str, str] | None,
-             data: bytes | None = None, speculative: bool = False) -> Job | FileResult:
-    """A Job for the engine, or the cached result."""
-    if data is None:
-        read = _read(item)
-        if isinstance(read, FileResult):
-            return read
-        data = read
+             data: bytes | None = None, speculative: bool = False, digest: str | None = None) -> Job | FileResult:
+    """A Job for the engine, or the cached result (found by the digest pass 1 learned,
+    without reading the file again)."""
     settings = item.settings
     file_settings = settings.for_file(item.path, all_codes(), options.details)
     if inherited is not None and file_settings.assumed_policy is None:
@@ -412,14 +435,21 @@ def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: t
         )
     if not file_settings.codes:
         return FileResult(item.path, item.path)
-    if cache is None:
-        return Job(item.path, item.path, data, file_settings, None, options, speculative, item.data is not None)
-    key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target))
-    if not options.details:
-        cached = cache.get(item.path, content_key(data, *key_suffix), item.path)
-        if cached is not None:
-            if not (options.fix or options.diff) or not any(
+    key_suffix = None
+    if cache is not None:
+        key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target))
+        if digest is not None and not options.details:
+            cached = cache.get(item.path, findings_key(digest, *key_suffix), item.path)
+            if cached is not None and (not (options.fix or options.diff) or not any(
                 f.fix is not None and f.fix.applies(options.unsafe) for f in cached
-            ):
+            )):
                 return FileResult(item.path, item.path, cached, speculative=speculative)
-    return Job(item.path, item.path, data, file_settings, key_suffix, options, speculative)
+    if data is None:
+        read = _read(item)
+        if isinstance(read, FileResult):
+            return read
+        data = read
+        if cache is not None:
+            digest = file_digest(data)  # it may have changed since pass 1
+    return Job(item.path, item.path, data, file_settings, key_suffix, options, speculative, item.data is not None,
+               digest if cache is not None else None)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 
@@ -35,6 +37,74 @@ def test_warm_run_skips_the_engine_and_gives_the_same_output(cli, tmp_path, monk
     warm = cli(["--output-format", "json", "."], cwd=tmp_path)
     assert calls == []
     assert warm.stdout == cold.stdout and warm.exit_code == cold.exit_code == 1
+
+
+def _aged(*paths, seconds: float = 60.0) -> None:
+    """Files written a while ago: the cache trusts sizes and times only older than RACY_SECONDS."""
+    then = time.time() - seconds
+    for path in paths:
+        os.utime(path, (then, then))
+
+
+def _count_reads(monkeypatch):
+    reads = []
+    real = runner.read_bytes
+
+    def counting(path):
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(runner, "read_bytes", counting)
+    return reads
+
+
+MODEL = """import tensorflow as tf
+
+def build():
+    inputs = tf.keras.Input((4,))
+    outputs = tf.keras.layers.Dense(10, activation="softmax")(inputs)
+    return tf.keras.Model(inputs, outputs)
+"""
+TRAIN = 'import tensorflow as tf\nimport model\ntf.keras.mixed_precision.set_global_policy("mixed_float16")\n'
+
+
+def test_warm_run_reads_no_unchanged_file(cli, tmp_path, monkeypatch):
+    """Sizes and modification times prove what the cache holds: nothing is read, also the
+    files that need no engine and those whose policy is inherited from another module."""
+    files = [write(tmp_path / "train.py", TRAIN), write(tmp_path / "model.py", MODEL),
+             write(tmp_path / "a.py", FLOAT16), write(tmp_path / "plain.py", "print(1)\n"),
+             write(tmp_path / "keras_only.py", "import keras\nkeras.layers.Dense(3)\n")]
+    _aged(*files)
+    cold = cli(["--output-format", "json", "."], cwd=tmp_path)
+    assert {f["code"] for f in json.loads(cold.stdout)} == {"MP101", "MP103"}  # MP101 inherited by model.py
+    reads = _count_reads(monkeypatch)
+    calls = _count_engine_runs(monkeypatch)
+    warm = cli(["--output-format", "json", "."], cwd=tmp_path)
+    assert reads == [] and calls == []
+    assert warm.stdout == cold.stdout and warm.exit_code == cold.exit_code
+
+
+def test_a_file_rewritten_within_the_time_resolution_is_read_again(cli, tmp_path, monkeypatch):
+    """Same size, same modification time (two writes in one tick of a coarse clock): a
+    file modified that recently is never trusted by its size and time."""
+    path = write(tmp_path / "a.py", FLOAT16)
+    stamp = os.stat(path).st_mtime_ns
+    first = cli(["."], cwd=tmp_path)
+    path.write_text(FLOAT16.replace('"float16"', '"float32"'))  # same size
+    os.utime(path, ns=(stamp, stamp))
+    second = cli(["."], cwd=tmp_path)
+    assert first.exit_code == 1 and second.exit_code == 0
+
+
+def test_an_old_file_changed_is_read_again(cli, tmp_path, monkeypatch):
+    path = write(tmp_path / "a.py", FLOAT16)
+    _aged(path, seconds=120)
+    cli(["."], cwd=tmp_path)
+    path.write_text(FLOAT16 + "# edited\n")
+    _aged(path, seconds=60)
+    reads = _count_reads(monkeypatch)
+    result = cli(["."], cwd=tmp_path)
+    assert set(reads) == {"a.py"} and result.exit_code == 1
 
 
 def test_changed_file_is_rechecked(cli, tmp_path, monkeypatch):

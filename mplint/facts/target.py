@@ -176,6 +176,18 @@ def _eras(spec, versions: tuple[str, ...], first_new: tuple[int, int]) -> tuple[
 
 
 @lru_cache(maxsize=64)
+def pins_fingerprint(root: str | None) -> str:
+    """What a project declares that `project_pins` decides from (its requirement lines,
+    not parsed): a cache key needs no packaging import."""
+    if root is None:
+        return ""
+    try:
+        return repr(_requirement_lines(root))
+    except OSError:
+        return ""
+
+
+@lru_cache(maxsize=64)
 def project_pins(root: str | None) -> Target | None:
     if root is None:
         return None
@@ -289,6 +301,7 @@ def forget_project_files() -> None:
     the process): a long-running process calls this when a project file changes."""
     project_root.cache_clear()
     project_pins.cache_clear()
+    pins_fingerprint.cache_clear()
 
 
 def environment_fingerprint() -> str:
