@@ -1,4 +1,4 @@
-from mplint.cli import main
+from mplint.launch import main
 
 if __name__ == "__main__":
     main()

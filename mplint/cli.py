@@ -186,5 +186,9 @@ from mplint.verify.command import verify as _verify  # noqa: E402  (click only: 
 
 main.add_command(_verify)
 
+from mplint.server import server_command as _server  # noqa: E402  (socket and click only)
+
+main.add_command(_server)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

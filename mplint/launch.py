@@ -1,0 +1,113 @@
+"""The `mplint` command's entry point: hand the run to a resident `mplint server` if one is
+running, else run it here.
+
+Importing the parser (libcst) takes longer than checking one file; a pre-commit run or an
+editor's save pays it every time. `mplint server start` keeps a process with everything
+imported; this entry point, importing nothing heavy, passes it the command line, the
+working folder, the environment and its own stdin/stdout/stderr, and exits with the
+server's exit code (Ctrl-C is forwarded). Without a server (or with `MPLINT_NO_SERVER`
+set, or for `mplint server ...` itself) the command runs in this process as always.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if not os.environ.get("MPLINT_NO_SERVER") and argv[:1] != ["server"]:
+        code = run_in_server(argv)
+        if code is not None:
+            sys.exit(code)
+    from mplint.cli import main as cli_main
+
+    cli_main()
+
+
+def socket_path() -> str:
+    """Where the server for this Python environment and this mplint listens (one per user)."""
+    import zlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    from mplint import __version__
+
+    python = os.path.realpath(sys.executable)
+    name = zlib.crc32(f"{python}\0{sys.prefix}\0{here}\0{__version__}".encode())
+    return os.path.join(server_folder(), f"{name:08x}.sock")
+
+
+def server_folder() -> str:
+    folder = os.environ.get("MPLINT_SERVER_DIR")
+    if folder:
+        return folder
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return os.path.join(runtime, "mplint")
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"mplint-{os.getuid()}")
+
+
+def run_in_server(argv: list[str]) -> int | None:
+    """Run `mplint argv` in the server; its exit code, or None if no server took it."""
+    path = socket_path()
+    if not os.path.exists(path):
+        return None
+    import json
+    import signal
+    import socket
+
+    try:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(path)
+    except OSError:
+        return None
+    request = json.dumps({
+        "argv": argv,
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+        "umask": _umask(),
+        "streams": [_stream_settings(s) for s in (sys.stdin, sys.stdout, sys.stderr)],
+    }).encode()
+    with connection:
+        try:
+            socket.send_fds(connection, [len(request).to_bytes(8, "big") + request], [0, 1, 2])
+            replies = connection.makefile("rb")
+            first = json.loads(replies.readline() or b"{}")
+        except (OSError, ValueError):
+            return None
+        pid = first.get("pid")
+        if not isinstance(pid, int):
+            return None  # the server declined (it is stopping, or mplint changed since it started)
+        forward = lambda signum, frame: _kill(pid, signum)  # noqa: E731
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, forward)
+        try:
+            last = json.loads(replies.readline() or b"{}")
+        except (OSError, ValueError):
+            last = {}
+    code = last.get("exit")
+    return code if isinstance(code, int) else 2
+
+
+def _stream_settings(stream) -> dict:
+    return {"encoding": getattr(stream, "encoding", None) or "utf-8", "errors": getattr(stream, "errors", None) or "strict"}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

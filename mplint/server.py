@@ -1,0 +1,289 @@
+"""`mplint server`: a resident process that runs `mplint` commands without paying for
+the imports each time (libcst's alone takes longer than checking one file).
+
+    mplint server start [--idle-minutes 30]   # in the background, one per user and install
+    mplint server status
+    mplint server stop
+
+Each command the `mplint` entry point hands over (see `mplint.launch`) runs in a child
+forked from the server: the child takes the client's working folder, environment, umask
+and stdin/stdout/stderr (passed as file descriptors, so a terminal is still a terminal),
+runs the ordinary command line and reports its exit code. Nothing of one run is left in
+the server for the next: the caches of a run (project roots, pins, installed versions)
+live and die in its child. The server declines a command (the client then runs it
+itself) once mplint's code has changed since it started, and exits after
+`--idle-minutes` without a command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+import click
+
+from mplint.launch import server_folder, socket_path
+
+PRELOAD = ("mplint.cli", "mplint.check_command", "mplint.runner", "mplint.engine", "mplint.parsing",
+           "mplint.code_scan", "mplint.rule_evidence", "mplint.reporters.text", "mplint.reporters.json_format",
+           "mplint.reporters.sarif", "mplint.reporters.github", "mplint.facts.target", "mplint.notebook")
+
+
+def code_stamp() -> str:
+    """Changes when any of mplint's (or its rules') modules do."""
+    import mplint
+    import mplint_rules
+
+    stamps = []
+    for package in (mplint, mplint_rules):
+        for folder in package.__path__:
+            for current, _, names in os.walk(folder):
+                for name in sorted(names):
+                    if name.endswith(".py"):
+                        info = os.stat(os.path.join(current, name))
+                        stamps.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
+    return "|".join(sorted(stamps))
+
+
+def preload() -> None:
+    import importlib
+
+    for module in PRELOAD:
+        importlib.import_module(module)
+    from mplint.registry import all_rules
+    from mplint.source import decode_python  # noqa: F401
+
+    all_rules()
+    import packaging.requirements  # noqa: F401  (the Keras target's pins)
+    import pathspec  # noqa: F401
+
+
+def serve(idle_minutes: float) -> None:
+    """The server loop (in the foreground)."""
+    preload()
+    stamp = code_stamp()
+    path = socket_path()
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if os.stat(folder).st_uid != os.getuid():
+        raise SystemExit(f"mplint server: {folder} belongs to another user")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    listener.settimeout(1.0)
+    served = 0
+    last = time.monotonic()
+    try:
+        while time.monotonic() - last < idle_minutes * 60:
+            _reap()
+            try:
+                connection, _ = listener.accept()
+            except socket.timeout:
+                continue
+            last = time.monotonic()
+            with connection:
+                connection.settimeout(10)
+                try:
+                    request, fds = _receive(connection)
+                except (OSError, ValueError) as exc:
+                    _reply(connection, {"error": f"bad request: {exc}"})
+                    continue
+                try:
+                    if request.get("stop"):
+                        _reply(connection, {"stopped": True})
+                        return
+                    if request.get("status"):
+                        _reply(connection, {"pid": os.getpid(), "served": served})
+                        continue
+                    if code_stamp() != stamp:
+                        _reply(connection, {"declined": "mplint changed since the server started"})
+                        return
+                    served += 1
+                    if os.fork() == 0:
+                        listener.close()
+                        _child(connection, request, fds)  # never returns
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+    finally:
+        listener.close()
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _receive(connection: socket.socket) -> tuple[dict, list[int]]:
+    message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 8)
+    if len(message) < 8:
+        raise ValueError("short message")
+    size = int.from_bytes(message[:8], "big")
+    body = bytearray(message[8:])
+    while len(body) < size:
+        chunk = connection.recv(size - len(body))
+        if not chunk:
+            raise ValueError("truncated request")
+        body += chunk
+    return json.loads(body), list(fds)
+
+
+def _reply(connection: socket.socket, message: dict) -> None:
+    try:
+        connection.sendall(json.dumps(message).encode() + b"\n")
+    except OSError:
+        pass
+
+
+def _reap() -> None:
+    """Collect the children that have finished (each reports its exit code itself)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _child(connection: socket.socket, request: dict, fds: list[int]) -> None:
+    """Run one command as the client would have, then exit."""
+    code = 2
+    try:
+        os.setpgid(0, 0)  # the client forwards signals to this process alone
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.umask(request.get("umask", 0o022))
+        _standard_streams(request.get("streams") or [{}, {}, {}])
+        connection.settimeout(None)
+        _reply(connection, {"pid": os.getpid()})
+        code = _run(request["argv"])
+    except BaseException as exc:  # a failure of the server itself: say so on the client's stderr
+        print(f"mplint server: {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        _reply(connection, {"exit": code})
+        os._exit(code)
+
+
+def _standard_streams(settings: list[dict]) -> None:
+    """sys.stdin/stdout/stderr for the client's descriptors, as Python would have made them."""
+    import io
+
+    made = []
+    for fd, mode in ((0, "rb"), (1, "wb"), (2, "wb")):
+        options = settings[fd] if fd < len(settings) else {}
+        made.append(io.TextIOWrapper(
+            os.fdopen(fd, mode, closefd=False), encoding=options.get("encoding") or "utf-8",
+            errors=options.get("errors") or "strict", line_buffering=fd == 2 or (fd == 1 and os.isatty(fd)),
+        ))
+    sys.stdin, sys.stdout, sys.stderr = made
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
+
+
+def _run(argv: list[str]) -> int:
+    from mplint.cli import main
+
+    sys.argv = ["mplint", *argv]
+    try:
+        main.main(args=argv, prog_name="mplint", standalone_mode=True)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
+
+
+# -- the command ----------------------------------------------------------------------
+
+def _ask(message: dict) -> dict | None:
+    """Send a control message to the running server; its reply, or None if none runs."""
+    path = socket_path()
+    if not os.path.exists(path):
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(5)
+            connection.connect(path)
+            payload = json.dumps(message).encode()
+            connection.sendall(len(payload).to_bytes(8, "big") + payload)
+            reply = connection.makefile("rb").readline()
+        return json.loads(reply) if reply else None
+    except (OSError, ValueError):
+        return None
+
+
+@click.group("server")
+def server_command() -> None:
+    """Keep mplint loaded in the background, so each `mplint` command starts at once
+    (pre-commit, editors, repeated runs)."""
+
+
+@server_command.command("start")
+@click.option("--idle-minutes", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="Exit after this long without a command.")
+def start(idle_minutes: float) -> None:
+    """Start the server in the background (if none is running for this mplint)."""
+    import subprocess
+
+    running = _ask({"status": True})
+    if running is not None:
+        click.echo(f"mplint server already running (pid {running['pid']})")
+        return
+    os.makedirs(server_folder(), mode=0o700, exist_ok=True)
+    subprocess.Popen(
+        [sys.executable, "-m", "mplint.server", "--idle-minutes", str(idle_minutes)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={k: v for k, v in os.environ.items() if k != "MPLINT_NO_SERVER"},
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status = _ask({"status": True})
+        if status is not None:
+            click.echo(f"mplint server started (pid {status['pid']}); `mplint server stop` stops it")
+            return
+        time.sleep(0.05)
+    raise click.ClickException("the server did not start")
+
+
+@server_command.command("status")
+def status() -> None:
+    """Say whether a server is running, and how many commands it ran."""
+    reply = _ask({"status": True})
+    if reply is None:
+        click.echo("no mplint server running")
+        raise click.exceptions.Exit(1)
+    click.echo(f"mplint server running (pid {reply['pid']}, {reply['served']} commands run)")
+
+
+@server_command.command("stop")
+def stop() -> None:
+    """Stop the running server."""
+    if _ask({"stop": True}) is None:
+        click.echo("no mplint server running")
+        return
+    click.echo("mplint server stopped")
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m mplint.server")
+    parser.add_argument("--idle-minutes", type=float, default=30.0)
+    serve(parser.parse_args().idle_minutes)

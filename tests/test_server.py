@@ -1,0 +1,78 @@
+"""`mplint server`: commands handed to a resident process give exactly what a local run
+gives (output, exit code, stdin), and a missing server changes nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import MPLINT_EXE, write
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the server forks")
+
+MIXED = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+
+
+def _mplint(args, cwd, env, stdin=""):
+    proc = subprocess.run([str(MPLINT_EXE), *args], cwd=cwd, env=env, input=stdin, capture_output=True,
+                          text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def server(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLINT_NO_SERVER", "NO_COLOR", "FORCE_COLOR")}
+    env["MPLINT_SERVER_DIR"] = str(tmp_path / "server")
+    code, out, err = _mplint(["server", "start", "--idle-minutes", "5"], tmp_path, env)
+    assert code == 0, err
+    yield env
+    _mplint(["server", "stop"], tmp_path, env)
+
+
+def _served(env, cwd) -> int:
+    code, out, _ = _mplint(["server", "status"], cwd, env)
+    assert code == 0, out
+    return int(out.split(", ")[1].split()[0])
+
+
+def test_a_served_command_gives_what_a_local_run_gives(server, tmp_path):
+    project = tmp_path / "project"
+    write(project / "a.py", MIXED)
+    write(project / "b.py", "print('nothing to see')\n")
+    local_env = dict(server, MPLINT_NO_SERVER="1")
+    for args in (["check", "a.py"], ["--output-format", "json", "."], ["check", "--no-cache", "b.py"],
+                 ["check", "--select", "NOPE", "."]):
+        before = _served(server, project)
+        served = _mplint(args, project, server)
+        assert _served(server, project) == before + 1, "the server ran it"
+        assert served == _mplint(args, project, local_env), args
+    assert _mplint(["check", "a.py"], project, server)[0] == 1
+    assert _mplint(["check", "--select", "NOPE", "."], project, server)[0] == 2
+
+
+def test_stdin_and_the_environment_reach_the_served_command(server, tmp_path):
+    code, out, _ = _mplint(["check", "--stdin-filename", "train.py"], tmp_path, server, stdin=MIXED)
+    assert code == 1 and "train.py:2:1: MP103" in out
+    env = dict(server, MPLINT_OUTPUT_FORMAT="json")
+    code, out, _ = _mplint(["check", "-", "--exit-zero"], tmp_path, env, stdin=MIXED)
+    assert code == 0 and out.lstrip().startswith("[")
+
+
+def test_without_a_server_the_command_runs_here(tmp_path):
+    env = dict(os.environ, MPLINT_SERVER_DIR=str(tmp_path / "none"))
+    write(tmp_path / "a.py", MIXED)
+    code, out, err = _mplint(["check", "a.py"], tmp_path, env)
+    assert code == 1 and "MP103" in out
+    assert _mplint(["server", "status"], tmp_path, env)[0] == 1
+
+
+def test_python_dash_m_uses_the_same_entry_point(server, tmp_path):
+    write(tmp_path / "a.py", MIXED)
+    before = _served(server, tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "mplint", "check", "a.py"], cwd=tmp_path, env=server,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "MP103" in proc.stdout
+    assert _served(server, tmp_path) == before + 1
