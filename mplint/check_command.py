@@ -135,7 +135,14 @@ def execute(request: CheckRequest, resolver) -> int:
         cache=not (request.no_cache or request.add_noqa), details=request.verbose,
         force_exclude=request.force_exclude, jobs=request.jobs, add_noqa=request.add_noqa,
     )
-    result = run(paths, resolver, options, stdin=stdin)
+    from mplint.progress import terminal_progress
+
+    progress = terminal_progress(request.output_format, request.quiet, stdin is not None)
+    try:
+        result = run(paths, resolver, options, stdin=stdin, progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if result.files == 0 and not result.problems and stdin is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
 from mplint.cache import Cache, Scan, file_digest, file_stat, findings_key
 from mplint.codes import all_codes
@@ -239,10 +239,15 @@ class _Pool:
             done.extend(r for r in (f.result() for f in finished) if r is not None)
         return done
 
-    def drain(self) -> list[FileResult]:
-        results = [r for r in (f.result() for f in self._pending) if r is not None]
-        self._pending = set()
-        return results
+    def drain(self) -> Iterator[FileResult]:
+        """The results still to come, as they come."""
+        from concurrent.futures import as_completed
+
+        pending, self._pending = self._pending, set()
+        for future in as_completed(pending):
+            found = future.result()
+            if found is not None:
+                yield found
 
     def close(self, cancel: bool = False) -> None:
         if self._executor is not None:
@@ -260,9 +265,11 @@ class _Scanned:
     digest: str | None = None  # of the bytes, when there is a cache
 
 
-def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, stdin: bytes | None = None) -> RunResult:
+def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, stdin: bytes | None = None,
+        progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Check `paths`; with `stdin`, check those bytes as the content of the one path
-    given (`-` when it has no name), never reading or writing that path."""
+    given (`-` when it has no name), never reading or writing that path. `progress` is
+    told (files done, files in all) as the run goes."""
     paths = list(paths)
     found: list[Found] = []
     result = RunResult()
@@ -290,14 +297,23 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     speculate = pool is not None and not (options.fix or options.diff or options.add_noqa)
     results: list[FileResult] = []
     speculative: set[str] = set()
+    count = {"scanned": 0, "waiting": 0}  # files read; files read that still wait for the engine
+
+    def finished(new: Iterable[FileResult]) -> None:
+        for file_result in new:
+            results.append(file_result)
+            count["waiting"] -= 1
+        if progress is not None:
+            progress(count["scanned"] - count["waiting"], len(found))
 
     def dispatch(job_or_result: Job | FileResult) -> None:
+        count["waiting"] += 1
         if isinstance(job_or_result, FileResult):
-            results.append(job_or_result)
+            finished([job_or_result])
         elif pool is not None:
-            results.extend(pool.submit(job_or_result))
+            finished(pool.submit(job_or_result))
         else:
-            results.append(process(job_or_result))
+            finished([process(job_or_result)])
 
     try:
         # Pass 1: read, decode and pre-filter every file; learn which modules set a
@@ -308,10 +324,14 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         for item in found:
             seen_before = cache is not None and cache.has(item.path)
             scan, data = _scan(item, graph, cache)
+            count["scanned"] += 1
             if speculate and scan.result is None and scan.needs_parse and data is not None and not seen_before:
                 speculative.add(item.path)
                 dispatch(_prepare(item, options, cache, None, data, speculative=True, digest=scan.digest))
+            elif scan.result is None and scan.needs_parse:
+                count["waiting"] += 1  # until pass 2 gives it to the engine
             scanned.append(scan)
+            finished([])
         inherited = graph.inherited()
         # Pass 2: the engine, for the files that need it (and were not sent yet).
         rerun: set[str] = set()
@@ -325,12 +345,15 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
                 if policy is None:
                     continue
                 rerun.add(path)
+            elif scan.needs_parse:
+                count["waiting"] -= 1  # counted by dispatch from here on
             if not scan.needs_parse and not (policy and scan.mentions_keras):
                 results.append(FileResult(path, path))
                 continue
             dispatch(_prepare(scan.item, options, cache, policy, digest=scan.digest))
         if pool is not None:
-            results.extend(pool.drain())
+            for file_result in pool.drain():
+                finished([file_result])
     except BaseException:
         if pool is not None:
             pool.close(cancel=True)
