@@ -25,6 +25,7 @@ class CodeScan:
     hazards: int = 0  # number literals float16 turns into inf or 0
     layer_like: bool = False  # a class with bases and a `call` method (a Keras layer, maybe)
     half_dtype_callees: list[str] = field(default_factory=list)  # `f.g` of calls given a `dtype=` that may be half
+    flag_dtype_callees: list[str] = field(default_factory=list)  # ... that may be half only through a flag's choices
     imports: dict[str, str] = field(default_factory=dict)  # local name -> what it imports (`np` -> `numpy`)
     star_imports: list[str] = field(default_factory=list)  # modules imported with `*`
     assigned: set[str] = field(default_factory=set)  # names bound other than by an import
@@ -78,8 +79,11 @@ class CodeScan:
                     if callee is not None:
                         self.two_positional.add(callee)
                 for argument in node.keywords:
-                    if argument.arg == "dtype" and not _never_half(argument.value):
-                        self.half_dtype_callees.append(_dotted(node.func))
+                    if argument.arg == "dtype":
+                        half = _may_be_half(argument.value)
+                        if half:
+                            (self.half_dtype_callees if half is True else self.flag_dtype_callees).append(
+                                _dotted(node.func))
             elif kind is ast.Assign:
                 value = _callee_name(node.value)
                 if value is not None and len(node.targets) == 1 and type(node.targets[0]) is Name:
@@ -108,7 +112,8 @@ class CodeScan:
             elif kind is ast.ClassDef:
                 add_identifier(node.name)
                 assigned.add(node.name)
-                if node.bases and any(type(s) is ast.FunctionDef and s.name == "call" for s in node.body):
+                if node.bases and any(type(s) in (ast.FunctionDef, ast.AsyncFunctionDef) and s.name == "call"
+                                      for s in node.body):
                     self.layer_like = True
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 add_identifier(node.name)
@@ -171,20 +176,21 @@ _OTHER_DTYPES = frozenset({"float32", "float64", "double", "int8", "int16", "int
 _HALF = frozenset({"float16", "bfloat16", "half"})
 
 
-def _never_half(value: ast.AST) -> bool:
-    """A `dtype=` value that cannot name float16/bfloat16: another constant, another dtype
-    (`tf.float32`, `np.int32`), or an attribute of `self`/`cls` (which the value
-    resolver never follows)."""
+def _may_be_half(value: ast.AST) -> bool | str:
+    """Whether a `dtype=` value may name float16/bfloat16: True, False (another constant),
+    or "flag" for an attribute that resolves to nothing but the choices of a flag of the
+    same name (`tf.int32`, `self.dtype_policy`: the value resolver follows neither)."""
     kind = type(value)
     if kind is ast.Constant:
-        return value.value not in ("float16", "bfloat16")  # type: ignore[attr-defined]
+        return value.value in ("float16", "bfloat16")  # type: ignore[attr-defined]
     if kind is ast.Attribute:
         attr = value.attr  # type: ignore[attr-defined]
         if attr in _HALF:
-            return False
+            return True
         base = value.value  # type: ignore[attr-defined]
-        return attr in _OTHER_DTYPES or (type(base) is ast.Name and base.id in ("self", "cls"))
-    return False
+        if attr in _OTHER_DTYPES or (type(base) is ast.Name and base.id in ("self", "cls")):
+            return "flag"
+    return True
 
 
 # -- what the parser needs: where top-level statements are ----------------------------

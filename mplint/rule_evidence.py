@@ -23,6 +23,7 @@ HALF_STRINGS = frozenset({"float16", "bfloat16"})
 HALF_NAMES = frozenset({"float16", "bfloat16", "half"})  # tf.float16, np.half, ...
 KERAS_ROOTS = frozenset({"keras", "tensorflow", "tf_keras"})  # where Keras layers can be imported from
 POLICY_SETTERS = frozenset({"set_global_policy", "set_dtype_policy", "set_policy", "set_floatx"})
+FLAG_CHOICES = frozenset({"choices", "DEFINE_enum"})  # argparse and absl flags with a fixed set of values
 # LossScaleOptimizer methods (MP203, MP404; MP2xx under a mixed policy are let through
 # by the policy name), and the constructor MP404 checks for `dynamic=False`.
 LOSS_SCALE_METHODS = frozenset({"get_scaled_loss", "get_unscaled_gradients", "scale_loss"})
@@ -94,9 +95,11 @@ def _float16_variables_text(text: str, assumed: bool) -> bool:
 def _float16_variables(scan, assumed: bool) -> bool:
     """A float16/bfloat16 dtype, and a policy setter or a Keras layer given a `dtype=`
     that may be one (a layer: a class under keras/tensorflow/tf_keras)."""
+    callees = scan.half_dtype_callees
+    if scan.names_any(FLAG_CHOICES):  # any attribute may take the choices of a flag of its name
+        callees = [*callees, *scan.flag_dtype_callees]
     return _half(scan) and (
-        scan.names_any(POLICY_SETTERS)
-        or any(scan.may_resolve_into(callee, KERAS_ROOTS) for callee in scan.half_dtype_callees)
+        scan.names_any(POLICY_SETTERS) or any(scan.may_resolve_into(callee, KERAS_ROOTS) for callee in callees)
     )
 
 

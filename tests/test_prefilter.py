@@ -249,3 +249,23 @@ def test_code_stage_asks_only_for_the_enabled_rules():
     text = "import tensorflow as tf\nx = tf.cast(x, tf.float16)\nds = ds.map(f, num_parallel_calls=2)\n"
     assert worth_parsing(text, codes={"MP503"})
     assert not worth_parsing(text, codes={"MP101", "MP301"})
+
+
+def test_an_attribute_dtype_may_take_a_flags_choices():
+    """`dtype=self.dtype` resolves only through a flag named `dtype`: let the file through
+    when the module defines flags with choices."""
+    text = """import argparse
+import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--dtype", choices=["float16"])
+
+
+class Head:
+    def build(self):
+        return tf.keras.layers.Dense(4, dtype=self.dtype)
+"""
+    assert "MP103" in {f.code for f in _findings(text)}
+    assert worth_parsing(text, codes={"MP103"})
+    without_flags = text.replace('parser.add_argument("--dtype", choices=["float16"])', 'HALF = "float16"')
+    assert not worth_parsing(without_flags, codes={"MP103"})
