@@ -233,6 +233,19 @@ def keras_file_without_policy(rng: random.Random) -> str:
     )
 
 
+def large_file(lines: int, seed: int = 0) -> str:
+    """One module of at least `lines` lines: mixed-precision training modules one after
+    the other (what a new user tries first: everything in one file)."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    count = 0
+    while count < lines:
+        part = mixed_file(rng)
+        parts.append(part)
+        count += part.count("\n")
+    return "".join(parts)
+
+
 def generate(out: str, files: int, seed: int = 0, mixed_fraction: float = 0.1) -> dict[str, int]:
     rng = random.Random(seed)
     counts = {"files": 0, "mixed": 0, "lines": 0}
