@@ -21,6 +21,7 @@ from mplint.facts.policy import PolicyFacts
 
 if TYPE_CHECKING:
     from mplint.facts.call_graph import CallGraph
+    from mplint.facts.project_context import ProjectContext
 from mplint.facts.target import Target, decide_target
 
 T = TypeVar("T")
@@ -37,6 +38,7 @@ class ModuleFacts:
         assumed_policy: str | None = None,
         tensor_core_multiple: int = 8,
         inherited_policy: str | None = None,
+        project: "ProjectContext | None" = None,
     ) -> None:
         self.module = module
         self.text = text
@@ -44,6 +46,7 @@ class ModuleFacts:
         self.configured_target = configured_target
         self.assumed_policy = assumed_policy or inherited_policy
         self.tensor_core_multiple = tensor_core_multiple
+        self.project = project  # what the rest of the project says about this module
         self.index = ModuleIndex(module)
         self.bindings = Bindings(self.index)
         self.imports = ImportTable(self.index.nodes(cst.Import), self.index.nodes(cst.ImportFrom))

@@ -279,7 +279,8 @@ class PolicyFacts:
     @cached_property
     def flow(self) -> "PolicyFlow":
         """The global policy in effect at each place (mplint.facts.policy_flow)."""
-        from mplint.facts.policy_flow import DEFAULT, PolicyFlow
+        from mplint.facts.entries import DEFAULT
+        from mplint.facts.policy_flow import PolicyFlow
 
         return PolicyFlow(self._facts, self, frozenset({self.assumed or DEFAULT}))
 
