@@ -24,6 +24,11 @@ _MAX_ROUNDS = 50
 Site = tuple[str, frozenset]  # (caller key, symbolic state at the call)
 
 
+def module_entry(assumed: str | None) -> frozenset:
+    """The policy a module's code starts under: the assumed one, else Keras's default."""
+    return frozenset({assumed or DEFAULT})
+
+
 def substitute(state: frozenset, entry: frozenset) -> frozenset:
     """A symbolic state made concrete with the state its scope was entered with."""
     if ENTRY not in state:
@@ -58,6 +63,10 @@ class External:
 
     sites: dict[str, frozenset] = field(default_factory=dict)  # function key -> state
     constructions: dict[str, frozenset] = field(default_factory=dict)  # class key -> state
+    # The states after the modules that import this one have run: a function nothing
+    # calls may be called then (`from model import build` in a script that sets the
+    # policy and hands `build` to an interactive session or a framework).
+    after: frozenset = frozenset()
 
 
 def solve(
@@ -122,7 +131,7 @@ def solve(
                 state |= outside.constructions[function.owner]
                 built = True
             if not built and not called:
-                state |= exits[module]
+                state |= exits[module] | (outside.after if outside is not None else frozenset())
             return frozenset(state)
         if called:
             return frozenset(state)
@@ -133,7 +142,7 @@ def solve(
             return current
         if function.kind == "nested" and function.defined is not None:
             return concrete(module, *function.defined)
-        return exits[module]
+        return exits[module] | (outside.after if outside is not None else frozenset())
 
     for _ in range(_MAX_ROUNDS):
         changed = False

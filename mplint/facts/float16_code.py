@@ -346,7 +346,7 @@ class Float16Code:
         if inner is None or not is_number(inner.value):
             return None
         label = f"attribute self.{expr.attr.value}"
-        sources = tuple(Source(s.literal, label if s.via == "literal" else s.via, s.name) for s in inner.sources)
+        sources = tuple(Source(s.literal, label if s.via == "literal" else s.via, s.name, s.where) for s in inner.sources)
         return Value(-inner.value if negate else inner.value, sources)  # type: ignore[operator]
 
     def _assigned_in_hierarchy(

@@ -51,8 +51,10 @@ class ModuleFacts:
         self.bindings = Bindings(self.index)
         self.imports = ImportTable(self.index.nodes(cst.Import), self.index.nodes(cst.ImportFrom))
         self.names = NameResolver(self.imports, self.bindings.module_values, self.bindings.all_values)
+        self.names.project = project
         self.values = ValueResolver(self.index, self.bindings, self.names)
         self.values.call_graph = lambda: self.call_graph
+        self.values.project = project
         self._analyses: dict[object, object] = {}
         self._calls_by_name: dict[str, list[cst.Call]] | None = None
 

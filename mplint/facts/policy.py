@@ -279,10 +279,10 @@ class PolicyFacts:
     @cached_property
     def flow(self) -> "PolicyFlow":
         """The global policy in effect at each place (mplint.facts.policy_flow)."""
-        from mplint.facts.entries import DEFAULT
+        from mplint.facts.entries import module_entry
         from mplint.facts.policy_flow import PolicyFlow
 
-        return PolicyFlow(self._facts, self, frozenset({self.assumed or DEFAULT}))
+        return PolicyFlow(self._facts, self, module_entry(self.assumed))
 
     def global_at(self, node: cst.CSTNode) -> frozenset[str]:
         """The global policies that can be in effect when `node` runs."""

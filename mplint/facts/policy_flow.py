@@ -86,6 +86,11 @@ class PolicyFlow:
         return substitute(self.exit_of(self.index.module), self.module_entry)
 
     @property
+    def outgoing_calls(self) -> list[tuple[cst.Call, str]]:
+        """(call, absolute callee name) for the module's calls of other project modules."""
+        return self._outgoing
+
+    @property
     def changes_policy(self) -> bool:
         """Whether the module sets the global policy anywhere (itself or by a call)."""
         return any(self._events.values())
@@ -153,7 +158,7 @@ class PolicyFlow:
                 if mine:
                     self._add(_Event(call, "call", callees=mine))
             elif self.project is not None:
-                callee = self.project.callee_name(call.func)
+                callee = self._project_callee(call)
                 if callee is None:
                     continue
                 self._outgoing.append((call, callee))
@@ -172,6 +177,12 @@ class PolicyFlow:
         for events in self._events.values():
             events.sort(key=lambda e: self.index.position_in_order(e.node))
 
+    def _project_callee(self, call: cst.Call) -> str | None:
+        """The absolute name of the project function or class a call runs, if any."""
+        assert self.project is not None
+        raw = self.facts.names.raw(call.func)
+        return self.project.resolve(raw) if raw is not None else None
+
     def _add(self, event: _Event) -> None:
         self._events.setdefault(id(self.scope_of(event.node)), []).append(event)
 
@@ -181,7 +192,7 @@ class PolicyFlow:
         if self.project is not None:
             for call in self.index.nodes(cst.Call):
                 if not self.graph.callees(call):
-                    callee = self.project.callee_name(call.func)
+                    callee = self._project_callee(call)
                     effect = self.project.exit_of(callee) if callee is not None else None
                     if effect is not None and effect != frozenset({ENTRY}):
                         changing.add(id(self.scope_of(call)))
