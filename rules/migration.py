@@ -223,6 +223,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     """
 
     code = "MP401"
+    depends_on_target = True
     name = "experimental-mixed-precision-api"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -691,6 +692,7 @@ class GraphRewriteApi(MigrationRule):
     """
 
     code = "MP403"
+    depends_on_target = True
     name = "graph-rewrite-api"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -840,6 +842,7 @@ class LossScaleApiMismatch(MigrationRule):
     """
 
     code = "MP404"
+    depends_on_target = True
     name = "loss-scale-api-mismatch"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES

@@ -499,6 +499,8 @@ class Float16UnderflowEpsilon(Rule):
         """The positive literal that spells the epsilon, where it is written."""
         if not constant.fixed_in_code or len(constant.sources) != 1 or constant.value <= 0:
             return None
+        if constant.sources[0].external:
+            return None  # written in another file: edited there, not from here
         literal = constant.sources[0].literal
         value = self.facts.values.resolve(literal)
         if not isinstance(literal, (cst.Float, cst.Integer)) or value is None or value.value != constant.value:

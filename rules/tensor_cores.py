@@ -124,9 +124,7 @@ class TensorCoreFindings:
         self.sites: TensorCoreSites = facts.analysis(TensorCoreSites)
         self.multiple = max(1, int(facts.tensor_core_multiple))
         policy = facts.policy
-        self.global_float16 = policy.assumed in _FLOAT16 or any(
-            s.kind == "global" and s.names and (s.names & _FLOAT16) for s in policy.global_settings
-        )
+        self.global_float16 = policy.global_float16_somewhere
         self.by_code: dict[str, list[TensorCoreFinding]] = {}
         if self.global_float16 or policy.float16:
             self._decide()
@@ -192,6 +190,8 @@ class TensorCoreFindings:
         source = edit.single_source if edit is not None else None
         if source is None:
             found.reason = "computed from several values, so the place to round is a choice"
+        elif source.external:
+            found.reason = f"it is defined in {source.where}: round it there"
         elif not isinstance(source.literal, cst.Integer) or literal_number(source.literal) != edit.value:  # type: ignore[union-attr]
             found.reason = "the value is not written as an integer literal"
         elif id(source.literal) in output_literals:
@@ -208,7 +208,10 @@ class TensorCoreFindings:
         index = self.facts.index
         wanted: list[cst.CSTNode] = []
         for item in pending:
-            wanted.extend(s.literal for s in item.site.value.sources if not index.contains(item.site.call, s.literal))
+            wanted.extend(
+                s.literal for s in item.site.value.sources
+                if not s.external and not index.contains(item.site.call, s.literal)
+            )
             if item.shared_with is not None:
                 wanted.append(item.shared_with)
         rows: dict[int, int] = {}
@@ -235,7 +238,7 @@ class TensorCoreFindings:
         for source in site.value.sources:
             if self.facts.index.contains(site.call, source.literal):
                 continue
-            where = f"{source.via}{self._at(source.literal, rows)}"
+            where = f"{source.via}, {source.where}" if source.external else f"{source.via}{self._at(source.literal, rows)}"
             if where not in seen:
                 seen.add(where)
                 parts.append(where)

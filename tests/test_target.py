@@ -227,10 +227,13 @@ def test_verbose_shows_the_target_decided_from_pins(cli, project, installed):
     installed({"tensorflow": "2.21.0"})
     write(project / "requirements.txt", "tensorflow==2.15.0\n")
     write(project / "pkg" / "train.py", LOOP)
-    write(project / "pkg" / "legacy.py", "import tf_keras\n" + LOOP)
     result = cli(["--no-cache", "--verbose", "pkg"], cwd=project)
     assert "pkg/train.py: target keras2 (requirements.txt pins tensorflow==2.15.0 (Keras 2 era)); policy mixed_float16 (set in the file)" in result.stderr
+    # Another module of the project that imports tf_keras says more than the pins.
+    write(project / "pkg" / "legacy.py", "import tf_keras\n" + LOOP)
+    result = cli(["--no-cache", "--verbose", "pkg"], cwd=project)
     assert "pkg/legacy.py: target keras2 (the file imports tf_keras)" in result.stderr
+    assert "pkg/train.py: target keras2 (the project: pkg/legacy.py imports tf_keras)" in result.stderr
 
 
 def test_verbose_shows_the_installed_and_default_targets(cli, project, installed):

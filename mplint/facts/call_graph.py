@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from mplint.analysis.names import dotted_name
-from mplint.policy_inheritance import is_test_file
+from mplint.project.scan import is_test_file
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts

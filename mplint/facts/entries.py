@@ -73,13 +73,13 @@ def solve(
     flows: dict[str, ModuleFlow],
     module_entries: dict[str, frozenset],
     external: dict[str, External] | None = None,
-    callee_of: Callable[[str, str], tuple[str, str, str] | None] | None = None,
+    callee_of: Callable[[str, str], tuple[str, str, str] | None] | None = None,  # (module, key, kind)
 ) -> dict[tuple[str, str], frozenset]:
     """Concrete entry states, (module, function key) -> policies.
 
     `external` adds states of callers outside `flows` (already concrete);
-    `callee_of(module, callee)` resolves an outgoing call of `module` to (module,
-    "function" or "class", key) inside `flows`, so calls between them count too."""
+    `callee_of(module, callee)` resolves an outgoing call of `module` to (module, key,
+    "function" or "class") inside `flows`, so calls between them count too."""
     external = external or {}
     entries: dict[tuple[str, str], frozenset] = {
         (m, k): frozenset() for m, flow in flows.items() for k in flow.functions
@@ -92,7 +92,7 @@ def solve(
                 target = callee_of(module, callee)
                 if target is None or target[0] not in flows:
                     continue
-                target_module, kind, key = target
+                target_module, key, kind = target
                 bucket = incoming_built if kind == "class" else incoming
                 bucket.setdefault((target_module, key), []).append((module, caller, state))
     exits = {m: substitute(flow.exit, module_entries[m]) for m, flow in flows.items()}

@@ -184,6 +184,7 @@ class Float16Code:
                 names |= set(setting.names)
         if policy.assumed:
             names.add(policy.assumed)
+        names |= policy.from_project[0]
         return names, known
 
     def _find_layer_classes(self) -> set[int]:

@@ -37,14 +37,13 @@ class ModuleFacts:
         configured_target: str = "auto",
         assumed_policy: str | None = None,
         tensor_core_multiple: int = 8,
-        inherited_policy: str | None = None,
         project: "ProjectContext | None" = None,
     ) -> None:
         self.module = module
         self.text = text
         self.path = path
         self.configured_target = configured_target
-        self.assumed_policy = assumed_policy or inherited_policy
+        self.assumed_policy = assumed_policy
         self.tensor_core_multiple = tensor_core_multiple
         self.project = project  # what the rest of the project says about this module
         self.index = ModuleIndex(module)
@@ -82,7 +81,8 @@ class ModuleFacts:
             qualified = self.names.qualified(node)
             if qualified is not None:
                 used.add(qualified)
-        return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path)
+        project = self.project.target() if self.project is not None else None
+        return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project)
 
     def analysis(self, factory: Callable[["ModuleFacts"], T]) -> T:
         """A family-specific analysis, computed once per module and shared by its rules."""

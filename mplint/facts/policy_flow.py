@@ -48,6 +48,16 @@ _GETTERS = ("global_policy", "dtype_policy")
 _POLICY_SCOPES = ("policy_scope",)
 
 
+def _imported_module_names(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """The modules an import statement runs, as written (relative ones with dots)."""
+    from mplint.analysis.names import dotted_name
+
+    if isinstance(node, cst.Import):
+        return [dotted_name(alias.name) or "" for alias in node.names]
+    module = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module is not None else "")
+    return [module] if module.strip(".") or node.relative else []
+
+
 @dataclass(frozen=True)
 class _Event:
     node: cst.CSTNode  # the call
@@ -165,6 +175,16 @@ class PolicyFlow:
                 effect = self.project.exit_of(callee)
                 if effect is not None and effect != frozenset({ENTRY}):
                     self._add(_Event(call, "call", exit=effect))
+        if self.project is not None:
+            # Importing a project module runs its top-level code: a policy it sets
+            # there is in effect from the import on (`import model`, model.py setting
+            # the policy at import time).
+            for node in (*self.index.nodes(cst.Import), *self.index.nodes(cst.ImportFrom)):
+                for imported in _imported_module_names(node):
+                    effect = self.project.import_effect(imported)
+                    if effect is not None and effect != frozenset({ENTRY}):
+                        self._add(_Event(node, "call", exit=effect))
+                        break
         for with_node in self.index.nodes(cst.With):
             for item in with_node.items:
                 call = item.item

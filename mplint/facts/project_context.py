@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mplint.facts.entries import External
+from mplint.facts.target import Target
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class ProjectContext(Protocol):
     def exit_of(self, callee: str) -> frozenset | None:
         """The symbolic policy state at the end of a project function (its effect)."""
 
+    def import_effect(self, module: str) -> frozenset | None:
+        """The effect on the policy of importing a project module (its top-level code),
+        symbolic; None if it is not the project's or has none."""
+
     def external_flow(self) -> External | None:
         """Concrete policy states of the places in other modules that run this
         module's functions and instantiate its classes; None if there are none."""
@@ -57,6 +62,13 @@ class ProjectContext(Protocol):
 
     def flag_default(self, name: str) -> ExternalValue | None:
         """The default of an absl flag defined in another module of the project."""
+
+    def target(self) -> "Target | None":
+        """The Keras the rest of the project targets, when its code says so."""
+
+    def mixed_policies(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        """(the mixed policies the rest of the project can bring into this module, the
+        files that set them)."""
 
     def used_as_part(self, key: str) -> bool:
         """Whether a call in another module uses the model this module's function (or

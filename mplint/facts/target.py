@@ -6,13 +6,24 @@ file's target. Decided per file, first match wins:
 1. `--target` / `target` in config (unless "auto");
 2. the file sets `TF_USE_LEGACY_KERAS` or imports `tf_keras` -> keras2;
 3. the file imports standalone `keras` and uses Keras-3-only names -> keras3;
-4. the project's pinned versions (pyproject.toml, requirements*.txt, setup.cfg,
+4. the rest of the project (`mplint.project.index`): another module sets
+   `TF_USE_LEGACY_KERAS` (also in a helper such as `ensure_keras_v2()`), imports
+   `tf_keras` or uses Keras-2-only APIs (`optimizers.legacy`, `tensorflow_addons`) ->
+   keras2; uses Keras-3-only names -> keras3 (both kinds: no decision here);
+5. the project's pinned versions (pyproject.toml, requirements*.txt, setup.cfg,
    setup.py): `tensorflow<2.16`, `keras<3`, a required `tf-keras` dependency -> keras2;
    `tensorflow>=2.16`, `keras>=3` -> keras3; required dependencies decide before
    optional extras;
-5. the installed tensorflow / keras versions, read from package metadata (never
-   imported);
-6. otherwise keras3 (what `pip install tensorflow` gives today).
+6. the project's container image (`Dockerfile*`): `FROM tensorflow/tensorflow:2.N` by
+   its version, NVIDIA's `nvcr.io/nvidia/tensorflow:YY.MM-tf2-py3` up to 23.xx and any
+   `-tf1-` tag -> keras2;
+7. the installed tensorflow / keras versions, read from package metadata (never
+   imported): *assumed*, since the environment running mplint need not be the one the
+   code runs in;
+8. otherwise keras3 (what `pip install tensorflow` gives today), also assumed.
+
+An assumed target (`Target.assumed`) makes fixes that depend on it unsafe, and their
+messages say which Keras was assumed and how to set `target`.
 """
 
 from __future__ import annotations
@@ -41,6 +52,14 @@ _PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements.txt
 class Target:
     keras: str  # KERAS2 or KERAS3
     reason: str
+    assumed: bool = False  # no evidence in the code or the project: the environment's guess
+
+    @property
+    def assumption(self) -> str:
+        """What a message says about an assumed target."""
+        name = "Keras 2" if self.keras == KERAS2 else "Keras 3"
+        return (f"the target is assumed to be {name} ({self.reason}): set `target = \"keras2\"` or "
+                f"`\"keras3\"` in [tool.mplint] to say which Keras the code runs on")
 
     @property
     def is_keras2(self) -> bool:
@@ -61,6 +80,7 @@ def decide_target(
     imported_modules: set[str],
     used_names: set[str],
     path: str,
+    project: Target | None = None,
 ) -> Target:
     if configured in (KERAS2, KERAS3):
         return Target(configured, "set by --target/config")
@@ -72,13 +92,57 @@ def decide_target(
         for name in used_names:
             if name.startswith(KERAS3_ONLY_PREFIXES):
                 return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}")
-    pinned = project_pins(project_root(os.path.dirname(os.path.abspath(path))))
+    if project is not None:
+        return project
+    root = project_root(os.path.dirname(os.path.abspath(path)))
+    pinned = project_pins(root) or container_target(root)
     if pinned is not None:
         return pinned
     installed = installed_target()
     if installed is not None:
-        return installed
-    return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)")
+        return Target(installed.keras, installed.reason, assumed=True)
+    return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)", assumed=True)
+
+
+_FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M | re.I)
+
+
+@lru_cache(maxsize=64)
+def container_target(root: str | None) -> Target | None:
+    """The Keras of the TensorFlow image a project's Dockerfile builds on."""
+    if root is None:
+        return None
+    try:
+        names = sorted(n for n in os.listdir(root) if n.startswith("Dockerfile"))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read(65536)
+        except OSError:
+            continue
+        for image in _FROM.findall(text):
+            found = _image_target(image)
+            if found is not None:
+                return Target(found, f"{name} builds on {image}")
+    return None
+
+
+def _image_target(image: str) -> str | None:
+    repository, _, tag = image.partition(":")
+    if repository.endswith("nvidia/tensorflow"):
+        if "-tf1" in tag:
+            return KERAS2
+        match = re.match(r"(\d\d)\.\d\d", tag)
+        if match and int(match.group(1)) <= 23:
+            return KERAS2  # NVIDIA's release notes: up to 23.xx ship TensorFlow <= 2.14
+        return None
+    if repository.endswith("tensorflow/tensorflow"):
+        match = re.match(r"(\d+)\.(\d+)", tag)
+        if match:
+            return KERAS2 if (int(match.group(1)), int(match.group(2))) < (2, 16) else KERAS3
+    return None
 
 
 def _is_requirements_file(name: str) -> bool:
@@ -289,6 +353,7 @@ def forget_project_files() -> None:
     the process): a long-running process calls this when a project file changes."""
     project_root.cache_clear()
     project_pins.cache_clear()
+    container_target.cache_clear()
 
 
 def environment_fingerprint() -> str:

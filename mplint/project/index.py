@@ -27,7 +27,7 @@ unreadable folders are noted (`notes`).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from mplint.facts.entries import External, module_entry, solve, substitute
 from mplint.facts.project_context import ExternalOptimizer, ExternalValue
@@ -35,7 +35,11 @@ from mplint.project.layout import module_name, project_files, project_root
 from mplint.project.scan import FileScan, scan_text
 from mplint.project.store import Store
 
+if TYPE_CHECKING:
+    from mplint.facts.target import Target
+
 _INDEXES: dict[tuple[str, bool], "ProjectIndex"] = {}  # per process: (root, cache) -> index
+_UNSET = object()
 
 
 class ProjectIndex:
@@ -61,6 +65,7 @@ class ProjectIndex:
         self.assumed_for = assumed_for or (lambda path: None)
         self._overlay: dict[str, str] = dict(overlay or {})
         self._scans: dict[str, FileScan] = {}
+        self._texts: dict[str, str | None] = {}  # files read by this index
         self._tables: dict[str, dict | None] = {}
         self._summaries: dict[str, dict | None] = {}
         self._building: set[str] = set()
@@ -70,14 +75,17 @@ class ProjectIndex:
         self._policy_modules: set[str] | None = None
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
+        self._target: object = _UNSET
 
     @classmethod
-    def for_path(cls, path: str, *, cache: bool = True, assumed_for: Callable[[str], str | None] | None = None) -> "ProjectIndex":
-        """The index of the project holding `path` (one per project and process)."""
+    def for_path(cls, path: str, *, cache: bool = True, assumed_for: Callable[[str], str | None] | None = None,
+                 fresh: bool = False) -> "ProjectIndex":
+        """The index of the project holding `path` (one per project and process; `fresh`
+        builds it again, as a new run does, instead of reusing this process's)."""
         root = project_root(os.path.dirname(os.path.abspath(path)))
         key = (root, cache)
         index = _INDEXES.get(key)
-        if index is None:
+        if index is None or fresh:
             index = _INDEXES[key] = cls(root, cache=cache, assumed_for=assumed_for)
         elif assumed_for is not None:
             index.assumed_for = assumed_for
@@ -85,31 +93,46 @@ class ProjectIndex:
 
     # -- reading files -------------------------------------------------------------------
     def set_text(self, path: str, text: str | None) -> None:
-        """An editor's buffer for `path` (None: back to the file on disk). Everything
-        derived from it, and the project-wide solution, is recomputed."""
+        """An editor's buffer for `path` (None: back to the file on disk). What was
+        derived from the file is recomputed; the project-wide policy solution too when
+        the edit can change it (the file's imports, the policies it sets, a module of
+        the solution)."""
         path = os.path.abspath(path)
+        if text is not None and self._overlay.get(path) == text:
+            return
         if text is None:
             self._overlay.pop(path, None)
         else:
             self._overlay[path] = text
         module = self.module_of.get(path)
-        if path not in self.module_of and path.endswith((".py", ".ipynb")) and path.startswith(self.root + os.sep):
-            name = module_name(self.root, path)
-            if name is not None:
+        if module is None and path.endswith((".py", ".ipynb")) and path.startswith(self.root + os.sep):
+            module = module_name(self.root, path)
+            if module is not None:
                 self.paths.append(path)
-                self.module_of[path] = name
-                self.path_of.setdefault(name, path)
-                module = name
-        self._scans.pop(path, None)
-        if module is not None:
-            self._tables.pop(module, None)
-        self._summaries.clear()
-        self._importers = None
-        self._imports.clear()
+                self.module_of[path] = module
+                self.path_of.setdefault(module, path)
+                if path.endswith("__init__.py"):
+                    self.packages.add(module)
+        self._texts.pop(path, None)
+        old = self._scans.pop(path, None)
+        new = self.scan(path)
         self._resolved.clear()
-        self._policy_modules = None
-        self._solution = None
         self._externals.clear()
+        self._target = _UNSET
+        if module is None:
+            return
+        self._tables.pop(module, None)
+        self._summaries.pop(module, None)
+        in_solution = self._solution is not None and module in self._solution[0]
+        if old is None or old.imports != new.imports or old.sets_policy != new.sets_policy or in_solution:
+            self._summaries.clear()
+            self._importers = None
+            self._imports.clear()
+            self._policy_modules = None
+            self._solution = None
+        else:
+            for importer in self.importers_of(module):
+                self._summaries.pop(importer, None)
 
     def _relpath(self, path: str) -> str:
         return os.path.relpath(path, self.root)
@@ -135,7 +158,10 @@ class ProjectIndex:
         if data is None:
             return {}, None
         entry = self.store.fresh(relpath, stat or (0, 0), data)
-        return entry, self._decode(path, data)
+        text = self._decode(path, data)
+        if len(data) < 262_144:  # kept for the table and summary that may follow
+            self._texts[path] = text
+        return entry, text
 
     def _read(self, path: str) -> bytes | None:
         from mplint.source import read_bytes
@@ -155,10 +181,13 @@ class ProjectIndex:
             return None
 
     def text(self, path: str) -> str | None:
+        """The file's text (an editor's buffer first); read once per index."""
         if path in self._overlay:
             return self._overlay[path]
-        data = self._read(path)
-        return self._decode(path, data) if data is not None else None
+        if path not in self._texts:
+            data = self._read(path)
+            self._texts[path] = self._decode(path, data) if data is not None else None
+        return self._texts[path]
 
     def scan(self, path: str) -> FileScan:
         found = self._scans.get(path)
@@ -390,7 +419,10 @@ class ProjectIndex:
             if self.resolve(module, raw) != name:
                 return False
         for callee, effect in deps.get("exits", {}).items():
-            found = self.exit_of(callee)
+            if callee.startswith("import "):
+                found = self.import_effect(module, callee[len("import "):])
+            else:
+                found = self.exit_of(callee)
             if (sorted(found) if found is not None else None) != effect:
                 return False
         return True
@@ -416,6 +448,14 @@ class ProjectIndex:
             return module, rest, "class"
         return None
 
+    def import_effect(self, module: str, raw: str) -> frozenset | None:
+        """What importing a project module does to the policy: its top-level code's effect."""
+        name = self.absolute(module, raw)
+        if name is None or name not in self.path_of or name == module or name not in self.policy_modules:
+            return None
+        flow = self._flow(name)
+        return flow.exit if flow is not None else None
+
     def exit_of(self, callee: str) -> frozenset | None:
         """The effect of calling a project function: the symbolic state at its end."""
         found = self.definition(callee)
@@ -427,18 +467,31 @@ class ProjectIndex:
         return flow.functions[found[1]].effect
 
     def _solve(self) -> tuple[dict, dict]:
+        """Entries of every function the project runs under a policy it sets: the
+        policy modules' flows, then (until nothing new is reached) the flows of the
+        modules their calls reach with a mixed policy, at any depth."""
         if self._solution is None:
-            flows = {}
-            for module in sorted(self.policy_modules):
-                flow = self._flow(module)
-                if flow is not None:
-                    flows[module] = flow
-            entries = {m: module_entry(self.assumed_for(self.path_of[m])) for m in flows}
-
-            def callee_of(module: str, callee: str) -> tuple[str, str, str] | None:
-                return self.definition(callee)
-
-            self._solution = (flows, solve(flows, entries, callee_of=callee_of) if flows else {})
+            flows: dict = {}
+            pending = set(self.policy_modules)
+            entries: dict = {}
+            starts = {}
+            while pending:
+                for module in sorted(pending):
+                    flow = self._flow(module)
+                    if flow is not None:
+                        flows[module] = flow
+                        starts[module] = module_entry(self.assumed_for(self.path_of[module]))
+                entries = solve(flows, starts, callee_of=lambda _, callee: self.definition(callee))
+                pending = set()
+                for module, flow in flows.items():
+                    for caller, callee, state in flow.outgoing:
+                        target = self.definition(callee)
+                        if target is None or target[0] in flows or target[0] in pending or self.is_test(target[0]):
+                            continue
+                        caller_entry = starts[module] if caller == "" else entries.get((module, caller), frozenset())
+                        if any(n.startswith("mixed_") for n in substitute(state, caller_entry)):
+                            pending.add(target[0])
+            self._solution = (flows, entries)
         return self._solution
 
     def external_flow(self, module: str) -> External | None:
@@ -465,6 +518,56 @@ class ProjectIndex:
         found = external if (external.sites or external.constructions or external.after) else None
         self._externals[module] = found
         return found
+
+    def mixed_policies(self, module: str) -> tuple[frozenset[str], tuple[str, ...]]:
+        """Mixed policies other modules can bring into `module` (their callers' states,
+        the effects of the project functions it may call), and the setters' files."""
+        names: set[str] = set()
+        external = self.external_flow(module)
+        if external is not None:
+            for state in (*external.sites.values(), *external.constructions.values(), external.after):
+                names |= state
+        for imported in self.imports_of(module):
+            if imported in self.policy_modules:
+                flow = self._flow(imported)
+                if flow is not None:
+                    for function in flow.functions.values():
+                        names |= function.effect
+        mixed = frozenset(n for n in names if n.startswith("mixed_"))
+        if not mixed:
+            return frozenset(), ()
+        setters = sorted(
+            os.path.relpath(self.path_of[m]) for m in self.policy_modules
+            if m != module and self.scan(self.path_of[m]).sets_policy
+        )
+        return mixed, tuple(setters)
+
+    def target(self) -> "Target | None":
+        """What the project's code says about the Keras it targets (tests aside)."""
+        if self._target is _UNSET:
+            from mplint.facts.target import KERAS2, KERAS3, Target
+
+            keras2, keras3 = [], []
+            for path in self.paths:
+                scan = self.scan(path)
+                if scan.test:
+                    continue
+                relative = os.path.relpath(path)
+                if scan.legacy_keras:
+                    keras2.append(f"{relative} sets TF_USE_LEGACY_KERAS")
+                elif scan.tf_keras:
+                    keras2.append(f"{relative} imports tf_keras")
+                elif scan.keras2_only:
+                    keras2.append(f"{relative} uses Keras-2-only APIs")
+                if scan.keras3_only:
+                    keras3.append(f"{relative} uses Keras-3-only APIs")
+            found = None
+            if keras2 and not keras3:
+                found = Target(KERAS2, f"the project: {keras2[0]}")
+            elif keras3 and not keras2:
+                found = Target(KERAS3, f"the project: {keras3[0]}")
+            self._target = found
+        return self._target  # type: ignore[return-value]
 
     # -- values ----------------------------------------------------------------------------
     def _where(self, module: str, row: int) -> str:
@@ -521,7 +624,7 @@ class ProjectIndex:
                     continue
                 if not (target[1] == function or (owner is not None and target[2] == "class" and target[1] == owner)):
                     continue
-                found.append(self._argument(importer, call, param, position))
+                found.append(self._argument(importer, call, function, param, position))
         return found
 
     def used_as_part(self, module: str, key: str) -> bool:
@@ -550,15 +653,12 @@ class ProjectIndex:
             path = self.path_of[candidate]
             if self.is_test(candidate):
                 continue
-            text = self.text(path) if path in self._overlay else None
-            if text is None:
-                data = self._read(path)
-                text = data.decode("utf-8", "replace") if data is not None else ""
-            if name in text:
+            if name in (self.text(path) or ""):
                 found.add(candidate)
         return found
 
-    def _argument(self, importer: str, call: dict, param: str, position: int) -> ExternalValue | ExternalOptimizer | None:
+    def _argument(self, importer: str, call: dict, function: str, param: str,
+                  position: int) -> ExternalValue | ExternalOptimizer | None:
         args = call.get("args")
         if args is None:
             return None
@@ -569,11 +669,35 @@ class ProjectIndex:
             return None
         where = self._where(importer, call.get("row", 0))
         if "value" in given:
-            return ExternalValue(given["value"], where, f"argument `{param}` in {where}", param)
+            name = function.rsplit(".", 1)[0] if function.endswith(".__init__") else function
+            return ExternalValue(given["value"], where, f"argument `{param}` of `{name}(...)`", param)
         origin, generation, kind = given["optimizer"]
         return ExternalOptimizer(origin, generation, kind, where)
 
     # -- what a file is checked with --------------------------------------------------------
+    def dependency_key(self, path: str) -> str:
+        """What the findings of a file depend on outside it, for the findings cache: the
+        policies the project brings in, and the files it reads facts from (the modules
+        it imports, the packages those re-export through, its callers)."""
+        module = self.module_of.get(os.path.abspath(path))
+        if module is None:
+            return ""
+        related = set(self.imports_of(module)) | {m for m in self.importers_of(module) if not self.is_test(m)}
+        for imported in list(related):
+            if imported in self.packages:
+                related |= self.imports_of(imported)
+        parts = [repr(self.mixed_policies(module))]
+        external = self.external_flow(module)
+        if external is not None:
+            parts.append(repr(sorted((k, sorted(v)) for k, v in external.sites.items())))
+            parts.append(repr(sorted((k, sorted(v)) for k, v in external.constructions.items())))
+            parts.append(repr(sorted(external.after)))
+        for other in sorted(related):
+            other_path = self.path_of[other]
+            parts.append(f"{other}:{self._overlay.get(other_path, '') and hash(self._overlay[other_path])}:{self._stat(other_path)}")
+        return "|".join(parts)
+
+
     def context_for(self, path: str) -> "ModuleContext | None":
         module = self.module_of.get(os.path.abspath(path))
         return ModuleContext(self, module) if module is not None else None
@@ -600,6 +724,20 @@ class ModuleContext:
     def canonical(self, raw: str) -> str | None:
         return self.index.canonical(self.module, raw)
 
+    def import_effect(self, module: str, raw: str) -> frozenset | None:
+        """What importing a project module does to the policy: its top-level code's effect."""
+        name = self.absolute(module, raw)
+        if name is None or name not in self.path_of or name == module or name not in self.policy_modules:
+            return None
+        flow = self._flow(name)
+        return flow.exit if flow is not None else None
+
+    def import_effect(self, module: str) -> frozenset | None:
+        found = self.index.import_effect(self.module, module)
+        if self._record:
+            self.deps["exits"]["import " + module] = sorted(found) if found is not None else None
+        return found
+
     def exit_of(self, callee: str) -> frozenset | None:
         found = self.index.exit_of(callee)
         if self._record:
@@ -622,4 +760,12 @@ class ModuleContext:
 
     def used_as_part(self, key: str) -> bool:
         return self.index.used_as_part(self.module, key)
+
+    def target(self):
+        return self.index.target()
+
+    def mixed_policies(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        if self._record:
+            return frozenset(), ()
+        return self.index.mixed_policies(self.module)
 
