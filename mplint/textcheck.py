@@ -32,6 +32,24 @@ def is_excluded(path: str, resolver: ConfigResolver) -> bool:
     return not any(isinstance(item, Found) for item in discover([path], resolver, force_exclude=True))
 
 
+def project_key(path: str) -> str:
+    """What the findings of `path` depend on in other files of its project (buffers
+    held by `check_text` included): when it changes, the file must be checked again."""
+    if not path:
+        return ""
+    from mplint.project.index import ProjectIndex
+
+    return ProjectIndex.for_path(path).dependency_key(path)
+
+
+def forget_text(path: str) -> None:
+    """The editor closed `path`: the project index reads it from disk again."""
+    if path:
+        from mplint.project.index import ProjectIndex
+
+        ProjectIndex.for_path(path).set_text(path, None)
+
+
 def check_text(
     path: str,
     text: str,
