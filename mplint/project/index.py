@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
-from mplint.facts.entries import External, module_entry, solve, substitute
+from mplint.facts.entries import ENTRY, External, module_entry, solve, substitute
 from mplint.facts.project_context import ExternalOptimizer, ExternalValue
 from mplint.project.layout import module_name, project_files, project_root
 from mplint.project.scan import FileScan, scan_text
@@ -348,39 +348,65 @@ class ProjectIndex:
     # -- policies ---------------------------------------------------------------------------
     @property
     def policy_modules(self) -> set[str]:
-        """Modules (tests aside) that set a policy, and the modules that import them
-        (which may call them): the ones whose calls can carry a policy elsewhere."""
+        """The modules (tests aside) whose code can change the global policy: those that
+        set one, and, upwards, the importers that call their policy-changing functions
+        (or import a module that sets it at import time). Only their calls can carry a
+        policy into other modules."""
         if self._policy_modules is None:
-            setters = {
-                m for m, p in self.path_of.items() if not self.scan(p).test and self.scan(p).sets_policy
-            }
-            found = set(setters)
-            queue = list(setters)
+            found: set[str] = set()
+            self._policy_modules = found  # grows while it is computed (see `exit_of`)
+            queue = sorted(m for m, p in self.path_of.items() if not self.scan(p).test and self.scan(p).sets_policy)
+            found.update(queue)
             while queue:
-                current = queue.pop()
-                for importer in self.importers_of(current):
-                    if importer not in found and not self.is_test(importer):
+                module = queue.pop(0)
+                flow = self._flow(module)
+                if flow is None:
+                    continue
+                names = {key.split(".")[0].split("#")[0] for key, f in flow.functions.items() if f.effect != frozenset({ENTRY})}
+                at_import = flow.exit != frozenset({ENTRY})
+                if not names and not at_import:
+                    continue
+                for importer in sorted(self.importers_of(module)):
+                    if importer in found or self.is_test(importer):
+                        continue
+                    text = self.text(self.path_of[importer]) or ""
+                    if at_import or any(name in text for name in names):
                         found.add(importer)
                         queue.append(importer)
-            self._policy_modules = found
+                        self._summaries.pop(importer, None)
         return self._policy_modules
 
     def summary(self, module: str) -> dict | None:
-        """Where a module runs other modules' code (libcst; None if it does not parse)."""
+        """Where a module runs other modules' code (libcst; None if it does not parse).
+
+        Built after the summaries it relies on (the policy modules it imports, whose
+        effects its flow applies), with an explicit stack: import chains can be deep."""
         if module in self._summaries:
             return self._summaries[module]
         if module in self._building:
             return None  # an import cycle: no facts from the half-built module
-        path = self.path_of.get(module)
-        summary = None
-        if path is not None:
-            self._building.add(module)
+        stack = [module]
+        while stack:
+            current = stack[-1]
+            if current in self._summaries:
+                stack.pop()
+                continue
+            if current not in self._building:
+                self._building.add(current)
+                needed = [
+                    m for m in sorted(self.imports_of(current))
+                    if m in (self._policy_modules or ()) and m not in self._summaries and m not in self._building
+                ]
+                if needed:
+                    stack.extend(needed)
+                    continue
+            stack.pop()
+            path = self.path_of.get(current)
             try:
-                summary = self._stored_summary(module, path)
+                self._summaries[current] = self._stored_summary(current, path) if path is not None else None
             finally:
-                self._building.discard(module)
-        self._summaries[module] = summary
-        return summary
+                self._building.discard(current)
+        return self._summaries[module]
 
     def _stored_summary(self, module: str, path: str) -> dict | None:
         from mplint.facts.summary import SUMMARY_VERSION
@@ -411,8 +437,12 @@ class ProjectIndex:
         except Exception:  # does not parse: no facts (reported only when checked)
             return None
         context = ModuleContext(self, module, record=True)
-        facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed_for(path), project=context)
-        return build_summary(facts), context.deps
+        try:
+            facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed_for(path), project=context)
+            return build_summary(facts), context.deps
+        except (RecursionError, MemoryError) as exc:
+            self.notes.append(f"{os.path.relpath(path)}: no project facts read from it ({type(exc).__name__})")
+            return None
 
     def _deps_hold(self, module: str, deps: dict) -> bool:
         for raw, name in deps.get("resolved", {}).items():
@@ -755,11 +785,13 @@ class ModuleContext:
     def flag_default(self, name: str) -> ExternalValue | None:
         return self.index.flag_default(name)
 
+    # A summary says what the module itself does: what its callers give it, or do with
+    # what it returns, is not part of it (and asking would summarise them in turn).
     def arguments(self, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
-        return self.index.arguments(self.module, function, param)
+        return [] if self._record else self.index.arguments(self.module, function, param)
 
     def used_as_part(self, key: str) -> bool:
-        return self.index.used_as_part(self.module, key)
+        return False if self._record else self.index.used_as_part(self.module, key)
 
     def target(self):
         return self.index.target()
