@@ -105,6 +105,7 @@ def decide_target(
 
 
 _FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M | re.I)
+_ARG = re.compile(r"^\s*ARG\s+(\w+)=(\S+)", re.M | re.I)
 
 
 @lru_cache(maxsize=64)
@@ -122,7 +123,9 @@ def container_target(root: str | None) -> Target | None:
                 text = handle.read(65536)
         except OSError:
             continue
+        arguments = {name: value.strip("'\"") for name, value in _ARG.findall(text)}
         for image in _FROM.findall(text):
+            image = re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), image)
             found = _image_target(image)
             if found is not None:
                 return Target(found, f"{name} builds on {image}")
@@ -162,7 +165,7 @@ def project_root(folder: str) -> str | None:
             or ("requirements" in names and os.path.isdir(os.path.join(folder, "requirements"))):
         return folder
     if ".git" in names:
-        return None
+        return folder  # the repository's top: its Dockerfile and CI files may say
     parent = os.path.dirname(folder)
     return None if parent == folder else project_root(parent)
 
@@ -213,7 +216,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
         try:
             with open(setup_py, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
-            for match in re.finditer(r"""['"]((?:tensorflow|tf-nightly|tf[-_]keras|keras)[\w-]*\s*[<>=!~][^'"]*)['"]""", text):
+            for match in re.finditer(r"""['"]((?:tensorflow|tf-nightly|tf[-_]keras|keras|tf[-_]models[-_]official)[\w-]*\s*[<>=!~][^'"]*)['"]""", text):
                 found.append((match.group(1), "setup.py"))
         except OSError:
             pass
@@ -224,6 +227,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
 # Keras 2.x/3.x, so that exact pins (`==2.4.1`) and ranges are both decided.
 _TF_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (1, 2) for minor in range(0, 31) for patch in range(0, 10))
 _KERAS_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (2, 3) for minor in range(0, 31) for patch in range(0, 10))
+_TFP_VERSIONS = tuple(f"0.{minor}.{patch}" for minor in range(0, 31) for patch in range(0, 10))
 
 
 def _eras(spec, versions: tuple[str, ...], first_new: tuple[int, int]) -> tuple[bool, bool]:
@@ -269,11 +273,42 @@ def project_pins(root: str | None) -> Target | None:
     return _decided_by_pins(required) or _decided_by_pins(optional)
 
 
+# Packages released in lockstep with TensorFlow: their version pins TensorFlow's
+# (tensorflow-probability 0.N needs TensorFlow 2.(N-8); 0.24 needs tf-keras on 2.16).
+_COMPANIONS = {
+    "tf-models-official": lambda major, minor: (major, minor),
+    "tensorflow-text": lambda major, minor: (major, minor),
+    "tensorflow-probability": lambda major, minor: (2, minor - 8) if major == 0 else None,
+}
+
+
 def _decided_by_pins(requirements: list) -> Target | None:
+    return _decided_by(requirements, companions=False) or _decided_by(requirements, companions=True)
+
+
+def _decided_by(requirements: list, companions: bool) -> Target | None:
+    """TensorFlow and Keras pins first; then the pins of packages released with
+    TensorFlow (which say its version indirectly)."""
     for requirement, line, source in requirements:
         name = requirement.name.lower().replace("_", "-")
         spec = requirement.specifier
         if not str(spec):
+            continue
+        if companions:
+            if name == "tensorflow-addons":
+                return Target(KERAS2, f"{source} requires {line} (TensorFlow Addons supports Keras 2 only)")
+            to_tf = _COMPANIONS.get(name)
+            if to_tf is None:
+                continue
+            eras = set()
+            for version in spec.filter(_KERAS_VERSIONS + _TFP_VERSIONS, prereleases=True):
+                tf = to_tf(*_major_minor(version))
+                if tf is not None:
+                    eras.add(KERAS2 if tf < (2, 16) else KERAS3)
+            if eras == {KERAS2}:
+                return Target(KERAS2, f"{source} pins {line} (a Keras 2 era TensorFlow)")
+            if name != "tensorflow-probability" and eras == {KERAS3}:
+                return Target(KERAS3, f"{source} pins {line} (a Keras 3 era TensorFlow)")
             continue
         if name in _TF_DISTRIBUTIONS:
             old, new = _eras(spec, _TF_VERSIONS, (2, 16))
