@@ -20,7 +20,7 @@ from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
 from mplint.discovery import Found, PathProblem, discover, virtual_file
 from mplint.prefilter import may_need_parse, mentions_keras, needs_parse
-from mplint.source import Document, FileTooLarge, SourceError, atomic_write, decode_python, read_bytes
+from mplint.source import FileTooLarge, SourceError, atomic_write, load_document, read_bytes
 
 POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
 
@@ -84,14 +84,6 @@ class Job:
     speculative: bool = False  # sent while other files are still being read
     virtual: bool = False  # text from stdin: the result keeps new bytes instead of writing
     project: bool = True  # read the project index for cross-file facts
-
-
-def load_document(path: str, data: bytes) -> Document:
-    if path.endswith(".ipynb"):
-        from mplint.notebook import decode_notebook
-
-        return decode_notebook(path, data)
-    return decode_python(path, data)
 
 
 def _source_error_finding(filename: str, exc: SourceError) -> Finding:

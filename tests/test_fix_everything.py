@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from mplint.runner import load_document
+from mplint.source import load_document
 from tests.conftest import ROOT
 
 

@@ -172,8 +172,7 @@ class ProjectIndex:
             return None
 
     def _decode(self, path: str, data: bytes) -> str | None:
-        from mplint.runner import load_document
-        from mplint.source import SourceError
+        from mplint.source import SourceError, load_document
 
         try:
             return load_document(path, data).text

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 
+from mplint.facts.call_graph import is_test_file
 from mplint.facts.target import sets_legacy_keras
 
 _FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^#;]+)")
@@ -25,7 +26,6 @@ _KERAS3_ONLY = re.compile(r"\bkeras\.(?:%s)\b" % "|".join(_KERAS3_NAMES))
 _BACKEND = re.compile(r"""KERAS_BACKEND['"]?\s*(?:\]\s*=|,)\s*['"](\w+)['"]""")
 _FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
 
-_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 
 
 @dataclass
@@ -101,12 +101,3 @@ def _imports(text: str) -> list[tuple[int, str, list[str]]]:
                     if module and all(p.isidentifier() for p in module.split(".")):
                         found.append((0, module, []))
     return found
-
-
-def is_test_file(path: str) -> bool:
-    """A test module: `test_*.py`, `*_test.py`, `conftest.py`, or under tests/test/testing."""
-    normalised = path.replace("\\", "/")
-    name = normalised.rsplit("/", 1)[-1]
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return bool(set(normalised.split("/")[:-1]) & _TEST_FOLDERS)
