@@ -57,6 +57,7 @@ class Outcome:
     fixed_codes: dict[str, int] = field(default_factory=dict)
     target: str | None = None
     policy: str | None = None
+    backend: str | None = None
     initial: list[Finding] = field(default_factory=list)  # findings before any fix
 
 
@@ -135,6 +136,7 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
         try:
             outcome.policy = facts.policy.describe()
             outcome.target = f"{facts.target.keras} ({facts.target.reason})"
+            outcome.backend = facts.backend.describe()
         except Exception as exc:
             findings.append(_internal_error(doc, filename, "module analysis", exc))
     if reports:

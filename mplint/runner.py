@@ -124,7 +124,7 @@ def process(job: Job) -> FileResult:
                              unsafe=options.unsafe, project=project)  # type: ignore[arg-type]
     result.findings = outcome.findings
     if outcome.target or outcome.policy:
-        result.details = f"{job.filename}: target {outcome.target}; policy {outcome.policy}"
+        result.details = f"{job.filename}: target {outcome.target}; policy {outcome.policy}; backend {outcome.backend}"
     cacheable = not any(f.code == INTERNAL_ERROR[0] for f in outcome.findings)
     text = outcome.text
     if options.add_noqa:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from mplint.analysis.names import dotted_name
+from mplint.facts.test_modules import is_test_file
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -40,18 +41,6 @@ _UNITTEST_SETUP = ("setUpClass", "setUp")
 _PYTEST_SETUP_FUNCTION = ("setup_module", "setup_function")
 _PYTEST_SETUP_METHOD = ("setup_module", "setup_class", "setup_method")
 _FIXTURE_DECORATORS = frozenset({"pytest.fixture", "fixture", "pytest.yield_fixture"})
-_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
-
-
-def is_test_file(path: str) -> bool:
-    """A test module: `test_*.py`, `*_test.py`, `conftest.py`, or under tests/test/testing."""
-    normalised = path.replace("\\", "/")
-    name = normalised.rsplit("/", 1)[-1]
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return bool(set(normalised.split("/")[:-1]) & _TEST_FOLDERS)
-
-
 @dataclass
 class Entry:
     """How a function nobody calls in the module is run."""

@@ -20,6 +20,7 @@ from mplint.analysis.values import Bindings, ValueResolver
 from mplint.facts.policy import PolicyFacts
 
 if TYPE_CHECKING:
+    from mplint.facts.backend import Backend, Evidence
     from mplint.facts.call_graph import CallGraph
     from mplint.facts.project_context import ProjectContext
 from mplint.facts.target import Target, decide_target
@@ -38,6 +39,7 @@ class ModuleFacts:
         assumed_policy: str | None = None,
         tensor_core_multiple: int = 8,
         project: "ProjectContext | None" = None,
+        project_backend: "list[Evidence] | None" = None,
     ) -> None:
         self.module = module
         self.text = text
@@ -46,6 +48,7 @@ class ModuleFacts:
         self.assumed_policy = assumed_policy
         self.tensor_core_multiple = tensor_core_multiple
         self.project = project  # what the rest of the project says about this module
+        self.project_backend = project_backend  # None: read from the file's folders
         self.index = ModuleIndex(module)
         self.bindings = Bindings(self.index)
         self.imports = ImportTable(self.index.nodes(cst.Import), self.index.nodes(cst.ImportFrom))
@@ -83,6 +86,13 @@ class ModuleFacts:
                 used.add(qualified)
         project = self.project.target() if self.project is not None else None
         return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project)
+
+    @cached_property
+    def backend(self) -> "Backend":
+        """The Keras 3 backend the module runs on, and why (mplint.facts.backend)."""
+        from mplint.facts.backend import backend_of
+
+        return backend_of(self, self.project_backend)
 
     def analysis(self, factory: Callable[["ModuleFacts"], T]) -> T:
         """A family-specific analysis, computed once per module and shared by its rules."""

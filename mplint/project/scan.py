@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 
-from mplint.facts.call_graph import is_test_file
+from mplint.facts.test_modules import is_test_file
 from mplint.facts.target import sets_legacy_keras
 
 _FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^#;]+)")
