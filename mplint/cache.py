@@ -7,7 +7,7 @@ path to:
   read (only when that time was at least `RACY_SECONDS` old, so a file written again
   within the filesystem's time resolution is never mistaken for the one read);
 - `scan`: what the runner's first pass learned from it (whether it needs the engine,
-  whether it mentions Keras, the policy it sets and what it imports), with the
+  whether it mentions Keras), with the
   assume-policy flag it was learned under;
 - `key` and `findings`: the findings of the engine, under a key made of the digest,
   the file's settings and what outside the file can change the result.
@@ -67,16 +67,14 @@ class Scan:
     assumed: bool  # learned with an assumed policy
     needs_parse: bool
     mentions_keras: bool
-    policy: str | None = None  # the mixed policy it sets (policy inheritance)
-    imports: tuple = ()  # what it imports (policy inheritance)
 
     def to_json(self) -> list:
-        return [self.assumed, self.needs_parse, self.mentions_keras, self.policy, [list(i) for i in self.imports]]
+        return [self.assumed, self.needs_parse, self.mentions_keras]
 
     @classmethod
     def from_json(cls, data: list) -> "Scan":
-        assumed, needs, keras, policy, imports = data
-        return cls(bool(assumed), bool(needs), bool(keras), policy, tuple((m, list(n)) for m, n in imports))
+        assumed, needs, keras = data[:3]
+        return cls(bool(assumed), bool(needs), bool(keras))
 
 
 class Cache:

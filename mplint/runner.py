@@ -9,19 +9,20 @@ files in memory.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from mplint.cache import Cache, Scan, file_digest, file_stat, findings_key
 from mplint.codes import all_codes
 from mplint.config import ConfigResolver, FileSettings
-from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
+from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Severity
 from mplint.discovery import Found, PathProblem, discover, virtual_file
-from mplint.policy_inheritance import PolicyGraph, inheritance_facts
 from mplint.prefilter import may_need_parse, mentions_keras, needs_parse, worth_parsing
-from mplint.source import Document, FileTooLarge, SourceError, atomic_write, decode_python, read_bytes
+from mplint.source import FileTooLarge, SourceError, atomic_write, load_document, read_bytes
+
+if TYPE_CHECKING:
+    from mplint.project.index import ProjectIndex
 
 POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
 
@@ -83,17 +84,10 @@ class Job:
     file_settings: FileSettings
     key_suffix: tuple[str, ...] | None  # None: no cache to key results for
     options: RunOptions
-    speculative: bool = False  # sent before knowing whether the file inherits a policy
+    speculative: bool = False  # sent while other files are still being read
     virtual: bool = False  # text from stdin: the result keeps new bytes instead of writing
     digest: str | None = None  # of `data`, when there is a cache
-
-
-def load_document(path: str, data: bytes) -> Document:
-    if path.endswith(".ipynb"):
-        from mplint.notebook import decode_notebook
-
-        return decode_notebook(path, data)
-    return decode_python(path, data)
+    project: bool = True  # read the project index for cross-file facts
 
 
 def _source_error_finding(filename: str, exc: SourceError) -> Finding:
@@ -105,10 +99,10 @@ def _source_error_finding(filename: str, exc: SourceError) -> Finding:
 def _environment_key(path: str, target: str) -> str:
     if target != "auto":
         return ""
-    from mplint.facts.target import environment_fingerprint, pins_fingerprint, project_root
+    from mplint.facts.target import container_target, environment_fingerprint, pins_fingerprint, project_root
 
-    pins = pins_fingerprint(project_root(os.path.dirname(os.path.abspath(path))))
-    return f"{environment_fingerprint()}|{pins}"
+    root = project_root(os.path.dirname(os.path.abspath(path)))
+    return f"{environment_fingerprint()}|{pins_fingerprint(root)}|{container_target(root)!r}"
 
 
 def process(job: Job) -> FileResult:
@@ -121,7 +115,16 @@ def process(job: Job) -> FileResult:
         return result
     options = job.options
     settings = job.file_settings
-    assumed = settings.assumed_policy is not None or settings.inherited_policy is not None
+    project = None
+    if job.project:
+        from mplint.project.index import ProjectIndex
+
+        index = ProjectIndex.for_path(job.path, cache=options.cache)
+        if job.virtual:
+            index.set_text(os.path.abspath(job.path), doc.text)
+        project = index.context_for(job.path)
+    assumed = settings.assumed_policy is not None or (
+        project is not None and mentions_keras(doc.text) and bool(project.mixed_policies()[0]))
     if not worth_parsing(doc.text, assumed, doc.compile_flags(), unreadable_parts=bool(doc.source_diagnostics()),
                          codes=settings.codes):
         # The code holds nothing any rule looks for: no findings, nothing to fix, and
@@ -131,10 +134,10 @@ def process(job: Job) -> FileResult:
     from mplint.engine import check_document
 
     outcome = check_document(doc, settings, job.filename, fix=options.fix or options.diff,
-                             unsafe=options.unsafe)  # type: ignore[arg-type]
+                             unsafe=options.unsafe, project=project)  # type: ignore[arg-type]
     result.findings = outcome.findings
     if outcome.target or outcome.policy:
-        result.details = f"{job.filename}: target {outcome.target}; policy {outcome.policy}"
+        result.details = f"{job.filename}: target {outcome.target}; policy {outcome.policy}; backend {outcome.backend}"
     cacheable = not any(f.code == INTERNAL_ERROR[0] for f in outcome.findings)
     text = outcome.text
     if options.add_noqa:
@@ -289,14 +292,14 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     workers = options.jobs or min(os.cpu_count() or 1, 8)
     pool = _Pool(workers) if workers > 1 and len(found) >= POOL_MIN_FILES else None
     cache = Cache(found[0].settings.root) if options.cache and found and stdin is None else None
-    graph = PolicyGraph(roots=sorted({os.path.abspath(p) for p in paths if os.path.isdir(p)} | {os.getcwd()}))
+    # Pass 0: the project index of each project the files belong to (cross-file facts:
+    # a file is judged the same whether it is checked alone or with its project).
+    projects = _project_indexes(found, resolver, options)
     # With workers and nothing to write, a file that needs the engine is sent to it as
-    # soon as it is read (assuming it inherits no policy); the few that turn out to
-    # inherit one are checked again once every file has been read. --fix and --diff
-    # wait for the whole picture, so a file is never written twice.
+    # soon as it is read. --fix and --diff wait for every file to be read.
     speculate = pool is not None and not (options.fix or options.diff or options.add_noqa)
     results: list[FileResult] = []
-    speculative: set[str] = set()
+    sent: set[str] = set()
     count = {"scanned": 0, "waiting": 0}  # files read; files read that still wait for the engine
 
     def finished(new: Iterable[FileResult]) -> None:
@@ -316,41 +319,33 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
             finished([process(job_or_result)])
 
     try:
-        # Pass 1: read, decode and pre-filter every file; learn which modules set a
-        # mixed policy and what they import (see mplint.policy_inheritance).
-        # A file the cache knows is not sent early: its scan comes from the cache, and the
-        # policy it inherits decides which findings are cached for it.
+        # Pass 1: read, decode and pre-filter every file (a file the project runs under
+        # a mixed policy needs the engine even without a mixed-precision token). A file
+        # the cache has seen unchanged is not read: its scan comes from the cache.
         scanned = []
         for item in found:
-            seen_before = cache is not None and cache.has(item.path)
-            scan, data = _scan(item, graph, cache)
+            scan, data = _scan(item, projects, cache)
             count["scanned"] += 1
-            if speculate and scan.result is None and scan.needs_parse and data is not None and not seen_before:
-                speculative.add(item.path)
-                dispatch(_prepare(item, options, cache, None, data, speculative=True, digest=scan.digest))
+            if speculate and scan.result is None and scan.needs_parse:
+                sent.add(item.path)
+                dispatch(_prepare(item, options, cache, projects, data, speculative=True, digest=scan.digest))
             elif scan.result is None and scan.needs_parse:
                 count["waiting"] += 1  # until pass 2 gives it to the engine
             scanned.append(scan)
             finished([])
-        inherited = graph.inherited()
         # Pass 2: the engine, for the files that need it (and were not sent yet).
-        rerun: set[str] = set()
         for scan in scanned:
             path = scan.item.path
             if scan.result is not None:
                 results.append(scan.result)
                 continue
-            policy = inherited.get(graph.absolute(path))
-            if path in speculative:
-                if policy is None:
-                    continue
-                rerun.add(path)
-            elif scan.needs_parse:
-                count["waiting"] -= 1  # counted by dispatch from here on
-            if not scan.needs_parse and not (policy and scan.mentions_keras):
+            if path in sent:
+                continue
+            if not scan.needs_parse:
                 results.append(FileResult(path, path))
                 continue
-            dispatch(_prepare(scan.item, options, cache, policy, digest=scan.digest))
+            count["waiting"] -= 1  # counted by dispatch from here on
+            dispatch(_prepare(scan.item, options, cache, projects, digest=scan.digest))
         if pool is not None:
             for file_result in pool.drain():
                 finished([file_result])
@@ -360,9 +355,11 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         raise
     if pool is not None:
         pool.close()
+    for index in {id(i): i for i in projects.values() if i is not None}.values():
+        warning = index.save()
+        if warning:
+            result.warnings.append(warning)
     for file_result in results:
-        if file_result.speculative and file_result.path in rerun:
-            continue  # superseded: the file inherits a policy and was checked again
         result.findings.extend(file_result.findings)
         result.fixed += file_result.fixed
         if file_result.fixed and not options.diff and file_result.output is None:
@@ -406,61 +403,88 @@ def _read(item: Found) -> bytes | FileResult:
     return result
 
 
-def _scan(item: Found, graph: PolicyGraph, cache: Cache | None) -> tuple[_Scanned, bytes | None]:
+def _project_indexes(found: list[Found], resolver: ConfigResolver, options: RunOptions) -> dict[str, "ProjectIndex | None"]:
+    """The project index of each file's folder (None for stdin without a real path)."""
+    from mplint.project.index import ProjectIndex
+    from mplint.project.layout import project_root
+
+    def assumed_for(path: str) -> str | None:
+        settings = resolver.for_path(path)
+        return settings.assumed_policy(settings.relpath(path)) if settings.assume_policy else None
+
+    indexes: dict[str, ProjectIndex | None] = {}
+    for item in found:
+        folder = os.path.dirname(os.path.abspath(item.path))
+        if folder not in indexes:
+            root_seen = any(i is not None and i.root == project_root(folder) for i in indexes.values())
+            indexes[folder] = ProjectIndex.for_path(
+                item.path, cache=options.cache, assumed_for=assumed_for, fresh=not root_seen
+            )
+    return indexes
+
+
+def _index_of(item: Found, projects: dict[str, "ProjectIndex | None"]) -> "ProjectIndex | None":
+    return projects.get(os.path.dirname(os.path.abspath(item.path)))
+
+
+def _scan(item: Found, projects: dict[str, "ProjectIndex | None"], cache: Cache | None) -> tuple[_Scanned, bytes | None]:
     """What pass 1 learns about a file, and its bytes (for an immediate job). A file the
-    cache has seen with the same size and modification time is not read at all."""
+    cache has seen with the same size and modification time is not read at all. A file
+    that mentions Keras and that the project runs under a mixed policy needs the engine
+    even without a mixed-precision token of its own."""
     settings = item.settings
     assumed = bool(settings.assume_policy) and settings.assumed_policy(settings.relpath(item.path)) is not None
     stat = file_stat(item.path) if cache is not None and item.data is None else None
     known = cache.scan_of(item.path, stat, assumed) if cache is not None else None
+    data: bytes | None = None
     if known is not None:
         scan, digest = known
-        graph.add_facts(item.path, scan.policy, list(scan.imports) if scan.mentions_keras else None)
-        return _Scanned(item, scan.needs_parse, scan.mentions_keras, digest=digest), None
-    data = _read(item)
-    if isinstance(data, FileResult):
-        return _Scanned(item, result=data), None
-    digest = file_digest(data) if cache is not None else None
-    scanned, facts = _scan_bytes(item, data, assumed, digest)
-    if scanned.result is None:
-        graph.add_facts(item.path, *facts)
-        if cache is not None and digest is not None:
-            policy, imports = facts
-            cache.put_scan(item.path, stat, digest,
-                           Scan(assumed, scanned.needs_parse, scanned.mentions_keras, policy, tuple(imports or ())))
+        scanned = _Scanned(item, scan.needs_parse, scan.mentions_keras, digest=digest)
+    else:
+        read = _read(item)
+        if isinstance(read, FileResult):
+            return _Scanned(item, result=read), None
+        data = read
+        digest = file_digest(data) if cache is not None else None
+        scanned = _scan_bytes(item, data, assumed, digest)
+        if scanned.result is None and cache is not None and digest is not None:
+            cache.put_scan(item.path, stat, digest, Scan(assumed, scanned.needs_parse, scanned.mentions_keras))
+    if scanned.result is None and not scanned.needs_parse and scanned.mentions_keras:
+        index = _index_of(item, projects)
+        context = index.context_for(item.path) if index is not None else None
+        scanned.needs_parse = context is not None and bool(context.mixed_policies()[0])
     return scanned, data
 
 
-def _scan_bytes(item: Found, data: bytes, assumed: bool, digest: str | None) -> tuple[_Scanned, tuple]:
-    """The scan of a file's bytes, and its policy-inheritance facts (None, None: not relevant)."""
+def _scan_bytes(item: Found, data: bytes, assumed: bool, digest: str | None) -> _Scanned:
+    """The scan of a file's bytes."""
     if not may_need_parse(data):
-        return _Scanned(item, digest=digest), (None, None)  # no token of interest: not even decoded
+        return _Scanned(item, digest=digest)  # no token of interest: not even decoded
     try:
         doc = load_document(item.path, data)
     except SourceError as exc:
-        return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)])), (None, None)
+        return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)]))
     keras = mentions_keras(doc.text)
     needed = needs_parse(doc.text, assume_policy=assumed, unreadable_parts=bool(doc.source_diagnostics()))
-    facts = inheritance_facts(doc.text) if keras else (None, None)
-    return _Scanned(item, needs_parse=needed, mentions_keras=keras, digest=digest), facts
+    return _Scanned(item, needs_parse=needed, mentions_keras=keras, digest=digest)
 
 
-def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: tuple[str, str] | None,
+def _prepare(item: Found, options: RunOptions, cache: Cache | None, projects: dict[str, "ProjectIndex | None"],
              data: bytes | None = None, speculative: bool = False, digest: str | None = None) -> Job | FileResult:
     """A Job for the engine, or the cached result (found by the digest pass 1 learned,
-    without reading the file again)."""
+    without reading the file again). The key of cached findings holds what the project
+    index says the file depends on (policies brought in, modules it reads facts from, the
+    project's Keras target)."""
     settings = item.settings
     file_settings = settings.for_file(item.path, all_codes(), options.details)
-    if inherited is not None and file_settings.assumed_policy is None:
-        policy, setter = inherited
-        file_settings = dataclasses.replace(
-            file_settings, inherited_policy=policy, inherited_from=os.path.relpath(setter)
-        )
     if not file_settings.codes:
         return FileResult(item.path, item.path)
+    index = _index_of(item, projects)
+    in_project = index is not None and index.context_for(item.path) is not None
     key_suffix = None
     if cache is not None:
-        key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target))
+        key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target),
+                      f"{index.target()!r}|{index.dependency_key(item.path)}" if in_project else "")  # type: ignore[union-attr]
         if digest is not None and not options.details:
             cached = cache.get(item.path, findings_key(digest, *key_suffix), item.path)
             if cached is not None and (not (options.fix or options.diff) or not any(
@@ -475,4 +499,4 @@ def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: t
         if cache is not None:
             digest = file_digest(data)  # it may have changed since pass 1
     return Job(item.path, item.path, data, file_settings, key_suffix, options, speculative, item.data is not None,
-               digest if cache is not None else None)
+               digest if cache is not None else None, in_project)

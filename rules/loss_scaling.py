@@ -104,6 +104,7 @@ class UnscaledCustomLoop(Rule):
     """
 
     code = "MP201"
+    depends_on_target = True
     name = "unscaled-custom-loop"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -224,6 +225,7 @@ class GradientOfUnscaledLoss(Rule):
     """
 
     code = "MP202"
+    depends_on_target = True
     name = "gradient-of-unscaled-loss"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -303,6 +305,7 @@ class GradientsNotUnscaled(Rule):
     """
 
     code = "MP203"
+    depends_on_target = True
     name = "gradients-not-unscaled"
     severity = Severity.ERROR
     fix_availability = FixAvailability.ALWAYS

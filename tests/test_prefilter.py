@@ -56,7 +56,7 @@ def _findings(text: str, assume: str | None = None) -> list:
     """Every rule, both Keras targets: what the engine reports on `text`."""
     from mplint.codes import all_codes
     from mplint.engine import FileSettings, lint
-    from mplint.runner import load_document
+    from mplint.source import load_document
 
     doc = load_document("module.py", text.encode())
     found = []
