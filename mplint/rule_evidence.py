@@ -124,6 +124,31 @@ def _loss_scale_mismatch(scan, assumed: bool) -> bool:
     )
 
 
+# -- MP206, MP207: Keras 3 training steps on any backend -------------------------------
+# (the hints rules/backend_steps.py asks of the text before it looks for steps)
+
+JAX_TORCH_GRADIENT_NAMES = frozenset({"value_and_grad", "grad", "backward", "autograd"})
+SCALED_LOSS_NAMES = frozenset({"get_scaled_loss", "scale_loss", "compute_loss_and_updates"})
+
+
+def _jax_torch_step_text(text: str, assumed: bool) -> bool:
+    return _any(text, JAX_TORCH_GRADIENT_NAMES)
+
+
+def _jax_torch_step(scan, assumed: bool) -> bool:
+    """A JAX or torch gradient: `jax.value_and_grad`, `jax.grad`, `loss.backward()`,
+    `torch.autograd`."""
+    return scan.names_any(JAX_TORCH_GRADIENT_NAMES)
+
+
+def _scaled_loss_text(text: str, assumed: bool) -> bool:
+    return _any(text, SCALED_LOSS_NAMES)
+
+
+def _scaled_loss(scan, assumed: bool) -> bool:
+    return scan.names_any(SCALED_LOSS_NAMES)
+
+
 # -- MP204, MP403: the graph rewrite -----------------------------------------------------
 
 def _graph_rewrite_text(text: str, assumed: bool) -> bool:
@@ -242,6 +267,8 @@ EVIDENCE = (
     Evidence(frozenset({"MP103"}), _float16_variables_text, _float16_variables),
     Evidence(frozenset({"MP203"}), _keras2_scaling_text, _keras2_scaling),
     Evidence(frozenset({"MP204"}), _graph_rewrite_text, _graph_rewrite),
+    Evidence(frozenset({"MP206"}), _jax_torch_step_text, _jax_torch_step),
+    Evidence(frozenset({"MP207"}), _scaled_loss_text, _scaled_loss),
     Evidence(frozenset({"MP401"}), _old_api_text, _old_api),
     Evidence(frozenset({"MP403"}), _graph_rewrite_api_text, _graph_rewrite_api),
     Evidence(frozenset({"MP404"}), _loss_scale_mismatch_text, _loss_scale_mismatch),

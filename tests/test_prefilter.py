@@ -183,9 +183,9 @@ class Normalize(tf.keras.layers.Layer):
     def call(self, x):
         return x / (tf.norm(x) + args.eps)
 """,
-    "MP503 cast in a map": """import tensorflow as tf
+    "MP503 float16 arithmetic in a map": """import tensorflow as tf
 
-ds = tf.data.Dataset.range(4).map(lambda x: tf.cast(x, tf.float16), num_parallel_calls=2)
+ds = tf.data.Dataset.range(4).map(lambda x: tf.cast(x, tf.float16) / 255.0, num_parallel_calls=2)
 """,
 }
 
@@ -269,3 +269,16 @@ class Head:
     assert worth_parsing(text, codes={"MP103"})
     without_flags = text.replace('parser.add_argument("--dtype", choices=["float16"])', 'HALF = "float16"')
     assert not worth_parsing(without_flags, codes={"MP103"})
+
+
+def test_backend_step_evidence_matches_the_rules_text_hints():
+    """MP206/MP207 look for steps only when their text hints are there; the evidence
+    names cover each hint (`jax.grad` and `grad(` are the name `grad`)."""
+    from mplint import rule_evidence
+    from mplint.facts.training import SCALE_METHODS
+    from rules import backend_steps
+
+    for hint in backend_steps._TEXT_HINTS:
+        name = hint.removeprefix("jax.").removesuffix("(")
+        assert name in rule_evidence.JAX_TORCH_GRADIENT_NAMES
+    assert set(SCALE_METHODS) | {"compute_loss_and_updates"} <= rule_evidence.SCALED_LOSS_NAMES
