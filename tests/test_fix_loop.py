@@ -43,7 +43,15 @@ def test_fix_breaking_the_code_is_discarded_and_reported(test_rules):
     assert "MP900" in codes and "MP991" in codes
     error = next(f for f in out.findings if f.code == "MP900")
     assert "MP991" in error.message and "test-breaking-fix" in error.message
-    assert "kept the original" in error.message
+    assert "would make the code invalid" in error.message
+
+
+def test_fix_breaking_the_code_is_not_advertised_when_only_checking(test_rules):
+    """Decided at lint time: a plain check already shows the finding without a fix."""
+    out = _run(HEADER + "breakme = 1\n", {"MP991"}, fix=False)
+    finding = next(f for f in out.findings if f.code == "MP991")
+    assert finding.fix is None and "no automatic fix" in finding.message
+    assert any(f.code == "MP900" and "MP991" in f.message for f in out.findings)
 
 
 def test_unsafe_fix_needs_unsafe(test_rules):
