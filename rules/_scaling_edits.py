@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from mplint.analysis.calls import get_arg
+from mplint.analysis.calls import get_arg, has_star_args, keyword_names, with_keyword
 from mplint.analysis.names import canonical
-from mplint.facts.training import GradientStep, TrainingLoops
-from mplint.rule import Change, InsertAfter, Replace
+from mplint.analysis.removal import remove_statement
+from mplint.facts.gradient_uses import Clip, GradientUses
+from mplint.facts.training import GradientStep, OptimizerInfo, TrainingLoops
+from mplint.rule import Change, InsertAfter, Replace, ReplaceText
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -68,14 +70,73 @@ def _is_import_line(statement: cst.CSTNode) -> bool:
     )
 
 
-def wrap_optimizer(facts: "ModuleFacts", built: cst.Call) -> list[Change] | None:
-    """Wrap the optimizer constructor call `built` in a LossScaleOptimizer, in place."""
+def wrap_optimizer(facts: "ModuleFacts", built: cst.Call, inner: cst.Call | None = None) -> list[Change] | None:
+    """Wrap the optimizer constructor call `built` in a LossScaleOptimizer, in place
+    (`inner`: the constructor as it should read inside, e.g. with a clipping argument)."""
     spelling = mixed_precision_module(facts, built)
     if spelling is None:
         return None
     module, extra = spelling
-    wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=built)])
+    wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=inner or built)])
     return [Replace(built, wrapped), *extra]
+
+
+# -- clipping by the optimizer ----------------------------------------------------------
+
+CLIP_KEYWORDS = ("clipnorm", "clipvalue", "global_clipnorm")
+
+
+def clipping_optimizer(facts: "ModuleFacts", info: OptimizerInfo | None, clip: Clip) -> cst.Call | None:
+    """The (inner) optimizer's constructor with the clipping argument that does what
+    `clip` did; None when the optimizer is not built here as a Keras 3 optimizer that
+    can take it."""
+    if info is None or info.built is None or info.kind != "keras":
+        return None
+    built = info.built
+    qualified = facts.qualified(built.func) or ""
+    if not qualified.startswith("keras.optimizers.") or qualified.startswith("keras.optimizers.legacy.") \
+            or qualified == "keras.optimizers.get" or has_star_args(built) or keyword_names(built) & set(CLIP_KEYWORDS):
+        return None
+    return with_keyword(built, clip.keyword, clip.threshold)
+
+
+def drop_clip(facts: "ModuleFacts", clip: Clip) -> Change:
+    """Remove the clipping statement (or keep its name: `clipped = grads`)."""
+    if clip.result == clip.source:
+        return remove_statement(facts.index, clip.statement)
+    return ReplaceText(clip.statement.body[0], f"{clip.result} = {clip.source}")
+
+
+def keras3_scaled_until_apply(facts: "ModuleFacts", loops: TrainingLoops, uses: GradientUses,
+                              scaler: cst.BaseExpression | None, info: OptimizerInfo | None,
+                              ) -> tuple[list[Change], cst.Call | None, str | None]:
+    """For a Keras 3 fix that leaves the gradients scaled until the `apply` of the
+    LossScaleOptimizer `scaler` (which unscales them): (changes that move a plain clip
+    onto its inner optimizer, that optimizer's new constructor or None, why there is no
+    fix or None). No changes and no reason: nothing in the way."""
+    others = [
+        code(facts, a.func.value) for a in uses.applies  # type: ignore[union-attr]
+        if scaler is None or code(facts, a.func.value) != code(facts, scaler)  # type: ignore[union-attr]
+        and not loops.optimizer(a.func.value, a).is_loss_scale_optimizer  # type: ignore[union-attr]
+    ]
+    if others:
+        return [], None, (f"Keras 3 unscales gradients only inside a LossScaleOptimizer's `apply`, and some of them are "
+                          f"applied by `{others[0]}`, which would get them multiplied by the loss scale")
+    if not uses.consumers:
+        return [], None, None
+    clip = uses.plain_clip
+    why = (f"Keras 3 unscales gradients only inside `apply`, and on the way they are {uses.describe()}: "
+           "there they would still be multiplied by the loss scale")
+    keywords = uses.clip_keywords
+    instead = (f"; clip with the (inner) optimizer's {' / '.join(f'`{k}`' for k in keywords)} instead" if keywords
+               else "; apply them unchanged, or divide them by the loss scale where they are used")
+    if clip is None:
+        return [], None, why + instead
+    new = clipping_optimizer(facts, info, clip)
+    if new is None:
+        return [], None, why + instead + " (the optimizer is not built in this module as a Keras 3 optimizer that takes it)"
+    assert info is not None and info.built is not None
+    return [drop_clip(facts, clip)], new, None
 
 
 # -- scaling inside the tape ---------------------------------------------------------------

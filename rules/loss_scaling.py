@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from mplint.analysis.calls import arg_value
+from mplint.analysis.removal import remove_statement
 from mplint.diagnostics import FixAvailability, Severity
+from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.training import (
     LSO_ATTRIBUTES,
     LSO_CURRENT,
@@ -16,9 +18,16 @@ from mplint.facts.training import (
     OptimizerInfo,
     TrainingLoops,
 )
-from mplint.rule import Change, RemoveStatement, Replace, Rule
+from mplint.rule import Change, Replace, Rule
 
-from ._scaling_edits import code, scale_in_tape, scale_method, unscale_gradients, wrap_optimizer
+from ._scaling_edits import (
+    code,
+    keras3_scaled_until_apply,
+    scale_in_tape,
+    scale_method,
+    unscale_gradients,
+    wrap_optimizer,
+)
 
 
 def loop_generation(facts, info: OptimizerInfo | None, at: cst.CSTNode) -> str | None:
@@ -145,27 +154,30 @@ class UnscaledCustomLoop(Rule):
             f"custom training loop under mixed_float16 with `{info.label}`, which is not a "
             "LossScaleOptimizer: float16 gradients can underflow to zero; wrap it and " + _how_to_scale(facts)
         )
-        wrap = wrap_optimizer(facts, info.built)
+        clipping: list[Change] = []
+        inner: cst.Call | None = None
+        why = None
+        if facts.target.is_keras3 and step.scaling is None:
+            clipping, inner, why = keras3_scaled_until_apply(facts, loops, gradient_uses(loops, step.call), step.receiver, info)
+            if why:
+                message += f"; no fix: {why}"
+        wrap = wrap_optimizer(facts, info.built, inner) if why is None else None
         changes: list[Change] | None = None
-        if step.transformed and facts.target.is_keras3 and step.scaling is None:
-            message += (
-                "; no fix: the gradients are changed (e.g. clipped) before `apply`, which in Keras 3 still sees them "
-                "scaled (clip with the optimizer's `clipnorm`/`global_clipnorm` instead)"
-            )
-            wrap = None
         if wrap is not None:
             receiver = code(facts, step.receiver)
             if step.scaling is None:
                 scaling = scale_in_tape(facts, loops, step, receiver, unscale=facts.target.is_keras2)
-                changes = None if scaling is None else [*wrap, *scaling]
+                changes = None if scaling is None else [*wrap, *scaling, *clipping]
             elif SCALE_METHODS.get(step.scaling.method) == facts.target.keras:
                 # Already scaled with the target's own API: only the wrapping is missing.
                 unscale = facts.target.is_keras2 and step.unscale is None and not step.manual_unscale
                 changes = [*wrap, *(unscale_gradients(facts, step, receiver) if unscale else [])]
         fix = None
         if changes is not None:
+            also = f"; clip with the optimizer's `{inner.args[-1].keyword.value}`" if inner is not None else ""  # type: ignore[union-attr]
             fix = self.fix(
-                f"Wrap `{info.label}` in a LossScaleOptimizer and scale the loss ({facts.target.keras})", changes, unsafe=True
+                f"Wrap `{info.label}` in a LossScaleOptimizer and scale the loss ({facts.target.keras}){also}", changes,
+                unsafe=True,
             )
         self.report(step.call, message, fix=fix)
 
@@ -256,16 +268,24 @@ class GradientOfUnscaledLoss(Rule):
             if facts.target.is_keras2:
                 advice += " and unscale the gradients with `get_unscaled_gradients`"
             changes = scale_in_tape(facts, loops, step, code(facts, step.receiver), unscale=facts.target.is_keras2)
-            if step.transformed and facts.target.is_keras3:
-                changes = None
-                advice += (
-                    "; no fix: the gradients are changed (e.g. clipped) before `apply`, which in Keras 3 still sees "
-                    "them scaled (clip with the optimizer's `clipnorm`/`global_clipnorm` instead)"
+            title = f"Scale the loss with `{method}`"
+            unsafe = False
+            if facts.target.is_keras3:
+                clipping, inner, blocked = keras3_scaled_until_apply(
+                    facts, loops, gradient_uses(loops, step.call), step.receiver, step.optimizer
                 )
+                if blocked:
+                    changes = None
+                    advice += f"; no fix: {blocked}"
+                elif inner is not None and changes is not None:
+                    assert step.optimizer is not None and step.optimizer.built is not None
+                    changes += [*clipping, Replace(step.optimizer.built, inner)]
+                    title += f" and clip with the optimizer's `{inner.args[-1].keyword.value}`"  # type: ignore[union-attr]
+                    unsafe = True  # the optimizer then clips wherever it is used
             self.report(
                 step.call,
                 f"gradient of the unscaled loss: {why}; {advice}",
-                fix=self.fix(f"Scale the loss with `{method}`", changes) if changes else None,
+                fix=self.fix(title, changes, unsafe=unsafe) if changes else None,
             )
 
 
@@ -444,7 +464,7 @@ class LossScalingWithBfloat16(Rule):
             statement = facts.index.statement_of(assign)
             if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
                 return None
-            changes.append(RemoveStatement(statement))
+            changes.append(remove_statement(facts.index, statement))
         else:
             changes.append(Replace(wrapper, inner))
         # Every use of this optimizer's loss-scaling API goes too.

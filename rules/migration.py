@@ -8,7 +8,9 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, positional, string_value, with_keyword, without_arg
 from mplint.analysis.names import canonical
+from mplint.analysis.removal import remove_statement
 from mplint.diagnostics import FixAvailability, Severity
+from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
 from mplint.facts.training import (
     GRAPH_REWRITE,
@@ -16,10 +18,11 @@ from mplint.facts.training import (
     LSO_EXPERIMENTAL,
     TrainingLoops,
 )
-from mplint.rule import Change, InsertAfter, RemoveStatement, Replace, ReplaceText, Rule
+from mplint.rule import Change, FixGroup, InsertAfter, Replace, ReplaceText, Rule
 
 from ._scaling_edits import (
     code,
+    keras3_scaled_until_apply,
     mixed_float16_policy,
     mixed_precision_module,
     set_mixed_float16,
@@ -489,7 +492,7 @@ class ExperimentalMixedPrecisionApi(Rule):
                     message += "; its arguments are mapped where it is passed to a LossScaleOptimizer"
                 else:
                     message += "; unused now"
-                    fix = self.fix("Remove the unused loss-scale object", [RemoveStatement(statement)])
+                    fix = self.fix("Remove the unused loss-scale object", [remove_statement(facts.index, statement)])
             else:
                 message += "; LossScaleOptimizer takes `initial_scale` / `dynamic_growth_steps` instead"
             self.report(node, message, fix=fix)
@@ -647,7 +650,7 @@ class GraphRewriteApi(Rule):
             if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
                 self.report(call, f"{message}; use the Keras mixed-precision API")
                 return
-            changes.append(RemoveStatement(statement))  # the returned optimizer was not used
+            changes.append(remove_statement(facts.index, statement))  # the returned optimizer was not used
         else:
             wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=optimizer)])
             changes.append(Replace(call, _with_keywords(wrapped, scale.keywords(keras2))))
@@ -695,7 +698,7 @@ class GraphRewriteApi(Rule):
         the imports."""
         facts = self.facts
         if sets_mixed_float16(facts):
-            return [RemoveStatement(statement)]
+            return [remove_statement(facts.index, statement)]
         placed = mixed_float16_policy(facts)
         if placed is None:
             return None
@@ -705,7 +708,7 @@ class GraphRewriteApi(Rule):
             return [ReplaceText(statement.body[0], text)]
         if not top_level:
             return None
-        return [RemoveStatement(statement), InsertAfter(anchor, text)]
+        return [remove_statement(facts.index, statement), InsertAfter(anchor, text)]
 
 
 class LossScaleApiMismatch(Rule):
@@ -753,8 +756,10 @@ class LossScaleApiMismatch(Rule):
         facts = self.facts
         loops = facts.analysis(TrainingLoops)
         if facts.target.is_keras3:
-            for call in loops.method_calls("get_scaled_loss", "get_unscaled_gradients"):
-                self._keras2_method(loops, call)
+            calls = [call for call in loops.method_calls("get_scaled_loss", "get_unscaled_gradients")
+                     if self._keras2_method_call(loops, call)]
+            for together in _migrated_together(loops, calls):
+                self._keras2_methods(loops, together)
             for call in facts.calls_to(LSO_CURRENT):
                 self._dynamic_false(call)
         else:
@@ -781,32 +786,73 @@ class LossScaleApiMismatch(Rule):
                     return True
         return False
 
-    def _keras2_method(self, loops: TrainingLoops, call: cst.Call) -> None:
-        facts = self.facts
+    def _keras2_method_call(self, loops: TrainingLoops, call: cst.Call) -> bool:
         method = call.func.attr.value  # type: ignore[union-attr]
-        if not self._receiver_is_optimizer(loops, call, method) or len(positional(call)) != 1 or self._guarded(call, method):
-            return
-        if method == "get_scaled_loss":
-            self.report(
-                call,
-                "Keras 3 LossScaleOptimizers have no `get_scaled_loss` (AttributeError): use `scale_loss`",
-                fix=self.fix("Use `scale_loss`", [ReplaceText(call.func.attr, "scale_loss")]),  # type: ignore[union-attr]
-            )
-        else:
-            argument = positional(call)[0].value
-            change: Change = Replace(call, argument)
-            parent = facts.index.parent_of(call)
-            statement = facts.index.statement_of(call)
-            if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(argument, cst.Name) \
-                    and isinstance(parent.targets[0].target, cst.Name) and parent.targets[0].target.value == argument.value \
-                    and isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-                change = RemoveStatement(statement)  # `grads = opt.get_unscaled_gradients(grads)`
-            self.report(
-                call,
-                "Keras 3 LossScaleOptimizers have no `get_unscaled_gradients` (AttributeError): "
-                "`apply`/`apply_gradients` unscale the gradients themselves",
-                fix=self.fix("Drop `get_unscaled_gradients`", [change]),
-            )
+        return self._receiver_is_optimizer(loops, call, method) and len(positional(call)) == 1 \
+            and not self._guarded(call, method)
+
+    def _keras2_methods(self, loops: TrainingLoops, calls: list[cst.Call]) -> None:
+        """Migrate the Keras 2 scaling calls of one loop together (a fix group): renaming
+        `get_scaled_loss` without dropping `get_unscaled_gradients`, or the reverse, fails
+        on both Kerases. Dropping the unscale leaves the gradients scaled until `apply`:
+        nothing may read them on the way (a plain clip moves onto the inner optimizer,
+        unsafely); otherwise neither call is fixed."""
+        facts = self.facts
+        changes: dict[int, list[Change]] = {}
+        blocked: str | None = None
+        notes: list[str] = []
+        steps = [s for s in loops.steps if (s.scaling is not None and s.scaling.call in calls) or s.unscale in calls]
+        for call in calls:
+            if call.func.attr.value == "get_scaled_loss":  # type: ignore[union-attr]
+                changes[id(call)] = [ReplaceText(call.func.attr, "scale_loss")]  # type: ignore[union-attr]
+                continue
+            step = next((s for s in steps if s.unscale is call), None)
+            info = step.optimizer if step is not None and step.optimizer is not None \
+                else loops.optimizer(call.func.value, call)  # type: ignore[union-attr]
+            clipping, inner, why = keras3_scaled_until_apply(facts, loops, gradient_uses(loops, call), call.func.value, info)  # type: ignore[union-attr]
+            if why:
+                blocked = blocked or f"dropping `get_unscaled_gradients` is not safe here: {why}"
+                continue
+            changes[id(call)] = [self._drop_unscale(call), *clipping]
+            if inner is not None:
+                assert info is not None and info.built is not None
+                changes[id(call)].append(Replace(info.built, inner))
+                notes.append(f"the clipping moves to the inner optimizer's `{inner.args[-1].keyword.value}`, "  # type: ignore[union-attr]
+                             "which then clips wherever it is used")
+        if any(s.manual_unscale for s in steps):
+            blocked = "the gradients are also divided by the loss scale by hand, and Keras 3's `apply` would divide them again"
+        if not any(c.func.attr.value == "get_unscaled_gradients" for c in calls) \
+                and not any(s.apply is not None for s in steps if s.scaling is not None and s.scaling.call in calls):
+            notes.append("where the gradients go is not in this function: they must reach the LossScaleOptimizer's "
+                         "`apply` unchanged, which unscales them")
+        group = FixGroup(len(calls), "the Keras 3 migration of this loop's loss scaling") if len(calls) > 1 else None
+        for call in calls:
+            if call.func.attr.value == "get_scaled_loss":  # type: ignore[union-attr]
+                message = "Keras 3 LossScaleOptimizers have no `get_scaled_loss` (AttributeError): use `scale_loss`"
+                title = "Use `scale_loss`"
+            else:
+                message = ("Keras 3 LossScaleOptimizers have no `get_unscaled_gradients` (AttributeError): "
+                           "`apply`/`apply_gradients` unscale the gradients themselves")
+                title = "Drop `get_unscaled_gradients`"
+            fix = None
+            if blocked:
+                message += f"; no fix: {blocked}"
+            else:
+                message += "".join(f"; {note}" for note in notes)
+                fix = self.fix(title, changes[id(call)], unsafe=bool(notes), group=group)
+            self.report(call, message, fix=fix)
+
+    def _drop_unscale(self, call: cst.Call) -> Change:
+        """`g = opt.get_unscaled_gradients(h)` -> `g = h`; the statement goes when `g` is `h`."""
+        facts = self.facts
+        argument = positional(call)[0].value
+        parent = facts.index.parent_of(call)
+        statement = facts.index.statement_of(call)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(argument, cst.Name) \
+                and isinstance(parent.targets[0].target, cst.Name) and parent.targets[0].target.value == argument.value \
+                and isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            return remove_statement(facts.index, statement)
+        return Replace(call, argument)
 
     def _dynamic_false(self, call: cst.Call) -> None:
         facts = self.facts
@@ -843,3 +889,33 @@ class LossScaleApiMismatch(Rule):
                 changes += unscale_gradients(facts, step, code(facts, receiver))
             fix = self.fix("Use `get_scaled_loss` and `get_unscaled_gradients`", changes)
         self.report(call, message, fix=fix)
+
+
+def _migrated_together(loops: TrainingLoops, calls: list[cst.Call]) -> list[list[cst.Call]]:
+    """The calls in groups that one loop's loss scaling ties together: a step's
+    `get_scaled_loss` and its `get_unscaled_gradients` (also across the branches of
+    `if amp:` that share one scaled loss). Calls whose partner is not found (the
+    gradients go to another function) are all migrated together, or not at all."""
+    parent = list(range(len(calls)))
+    position = {id(c): i for i, c in enumerate(calls)}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for step in loops.steps:
+        scaling = step.scaling.call if step.scaling is not None else None
+        members = [position[id(c)] for c in (scaling, step.unscale) if c is not None and id(c) in position]
+        for other in members[1:]:
+            parent[root(other)] = root(members[0])
+    groups: dict[int, list[cst.Call]] = {}
+    for i, call in enumerate(calls):
+        groups.setdefault(root(i), []).append(call)
+    paired, unpaired = [], []
+    for group in groups.values():
+        methods = {c.func.attr.value for c in group}  # type: ignore[union-attr]
+        (paired if len(methods) == 2 else unpaired).append(group)
+    if len(unpaired) > 1 and {c.func.attr.value for g in unpaired for c in g} == {"get_scaled_loss", "get_unscaled_gradients"}:  # type: ignore[union-attr]
+        unpaired = [[c for g in unpaired for c in g]]
+    return paired + unpaired
