@@ -64,7 +64,6 @@ class FixVetting:
         self.doc = doc
         self.facts = facts
         self.broken: list[Finding] = []
-        self._bound: BoundNames | None = None
         self._original_compiles: bool | None = None
 
     def vet(self, pairs: list[tuple[Report, Finding]]) -> list[Finding]:
@@ -145,9 +144,7 @@ class FixVetting:
 
     @property
     def bound(self) -> BoundNames:
-        if self._bound is None:
-            self._bound = BoundNames(self.facts.index, notebook=self.notebook)
-        return self._bound
+        return self.facts.bound_names
 
     def unbound_names(self, changes: list[Change]) -> list[str]:
         """Names the changes would use where they are not bound."""

@@ -8,7 +8,8 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, positional, string_value, with_keyword, without_arg
 from mplint.analysis.names import canonical
-from mplint.analysis.removal import remove_statement
+from mplint.analysis.guards import Guard, condition_text, guard_of
+from mplint.analysis.removal import remove_statement, side_effect_free
 from mplint.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
@@ -18,9 +19,10 @@ from mplint.facts.training import (
     LSO_EXPERIMENTAL,
     TrainingLoops,
 )
-from mplint.rule import Change, FixGroup, InsertAfter, Replace, ReplaceText, Rule
+from mplint.rule import Change, FixGroup, InsertAfter, InsertBefore, Replace, ReplaceText, Rule
 
 from ._scaling_edits import (
+    KERAS_BUILDERS,
     code,
     keras3_scaled_until_apply,
     mixed_float16_policy,
@@ -643,6 +645,13 @@ class GraphRewriteApi(Rule):
             self.report(call, f"{message}; use the Keras mixed-precision API")
             return
         module, extra = spelling
+        guard = guard_of(facts.index, call)
+        if policy and guard:
+            policy, why = self._guarded_policy(call, guard, hint)
+            if policy is None:
+                self.report(call, f"{message}; use the Keras mixed-precision API (no fix: {why})")
+                return
+            extra = [c for c in extra if c not in policy]
         parent = facts.index.parent_of(call)
         changes: list[Change] = list(policy)
         if isinstance(parent, cst.Expr):
@@ -654,8 +663,8 @@ class GraphRewriteApi(Rule):
         else:
             wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=optimizer)])
             changes.append(Replace(call, _with_keywords(wrapped, scale.keywords(keras2))))
-            if extra and not policy:  # (a policy insertion brings the import along)
-                changes += extra
+            if extra and not any(isinstance(c, InsertAfter) and "import" in c.code for c in policy):
+                changes += extra  # (a policy set after the imports brings the import along)
         note = scale.note(facts, keras2)
         self.report(
             call,
@@ -663,6 +672,46 @@ class GraphRewriteApi(Rule):
             "LossScaleOptimizer" + (f"; {note}" if note else ""),
             fix=self.fix("Use the Keras mixed-precision API", changes, unsafe=True),
         )
+
+    def _guarded_policy(self, call: cst.Call, guard: Guard, hint: cst.BaseExpression) -> tuple[list[Change] | None, str]:
+        """Set the policy under the condition the graph rewrite ran under (`if FLAGS.amp:`):
+        after the imports when the rewrite is at module level, else at the start of its
+        function, when that function builds the model. (None, why) when it cannot be."""
+        facts = self.facts
+        condition = condition_text(facts.module, guard)
+        if not all(side_effect_free(test) for test, _ in guard):
+            return None, f"the graph rewrite runs only when `{condition}`, which has side effects"
+        spelling = mixed_precision_module(facts, hint)
+        placed = mixed_float16_policy(facts, hint)
+        if spelling is None or placed is None:
+            return None, "no place to set the policy"
+        module, extra = spelling
+        block = f'if {condition}:\n{facts.module.default_indent}{module}.set_global_policy("mixed_float16")'
+        scope = facts.analysis(TrainingLoops).scope_of(call)
+        if scope is facts.index.module:
+            text, anchor = placed
+            change: Change = InsertAfter(anchor, "\n".join([*text.split("\n")[:-1], block]))
+            at, after = anchor, True
+        elif isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock):
+            if not _builds_model(facts, scope):
+                return None, (f"the graph rewrite runs only when `{condition}`, in `{scope.name.value}`, which does not "
+                              "build the model: set the mixed_float16 policy under that condition before the model is built")
+            first = scope.body.body[0]
+            docstring = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
+                and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+            change = InsertAfter(first, block) if docstring else InsertBefore(first, block)
+            at, after = first, docstring
+            change = [change, *extra]  # type: ignore[assignment]
+        else:
+            return None, "no place to set the policy"
+        unbound = sorted({
+            n.value for test, _ in guard for n in [test, *facts.index.descendants(test)]
+            if isinstance(n, cst.Name) and not _attribute_name(facts, n) and not facts.bound_names.is_bound(n.value, at, after=after)
+        })
+        if unbound:
+            return None, (f"the graph rewrite runs only when `{condition}`, and `{unbound[0]}` is not set yet where the policy "
+                          "must be set: set the mixed_float16 policy under that condition before the model is built")
+        return (change if isinstance(change, list) else [change]), ""
 
     def _environment(self) -> None:
         facts = self.facts
@@ -686,16 +735,23 @@ class GraphRewriteApi(Rule):
                    "(a mixed_float16 policy; compile and MP201 take care of loss scaling)")
         statement = facts.index.statement_of(node)
         fix = None
+        guard: Guard = []
+        if isinstance(value, cst.IfExp):  # `= "1" if args.amp else "0"`: the policy goes under that condition
+            on, off = string_value(value.body), string_value(value.orelse)
+            if on is None or off is None or _switches_on(on) == _switches_on(off) or not side_effect_free(value.test):
+                self.report(node, message)
+                return
+            guard = [(value.test, not _switches_on(on))]
         if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-            changes = self._policy_instead_of(statement)
+            changes = self._policy_instead_of(statement, guard)
             if changes is not None:
                 fix = self.fix("Set the mixed_float16 policy instead", changes, unsafe=True)
         self.report(node, message, fix=fix)
 
-    def _policy_instead_of(self, statement: cst.SimpleStatementLine) -> list[Change] | None:
-        """Replace the statement that sets the environment variable by the policy, where
-        the names the policy needs are imported; else remove it and set the policy after
-        the imports."""
+    def _policy_instead_of(self, statement: cst.SimpleStatementLine, guard: Guard) -> list[Change] | None:
+        """Replace the statement that sets the environment variable by the policy (under
+        the variable's own condition, if any), where the names the policy needs are
+        imported; else remove it and set the policy after the imports."""
         facts = self.facts
         if sets_mixed_float16(facts):
             return [remove_statement(facts.index, statement)]
@@ -704,6 +760,11 @@ class GraphRewriteApi(Rule):
             return None
         text, anchor = placed
         top_level = facts.index.parent_of(statement) is facts.index.module
+        if guard:
+            if "\n" in text or not facts.index.before(anchor, statement):
+                return None
+            block = f"if {condition_text(facts.module, guard)}:\n{facts.module.default_indent}{text}\n"
+            return [Replace(statement, cst.parse_statement(block).with_changes(leading_lines=statement.leading_lines))]
         if facts.index.before(anchor, statement) and (top_level or "\n" not in text):
             return [ReplaceText(statement.body[0], text)]
         if not top_level:
@@ -919,3 +980,27 @@ def _migrated_together(loops: TrainingLoops, calls: list[cst.Call]) -> list[list
     if len(unpaired) > 1 and {c.func.attr.value for g in unpaired for c in g} == {"get_scaled_loss", "get_unscaled_gradients"}:  # type: ignore[union-attr]
         unpaired = [[c for g in unpaired for c in g]]
     return paired + unpaired
+
+
+def _switches_on(value: str) -> bool:
+    return value.strip().lower() not in ("0", "false", "")
+
+
+def _attribute_name(facts, name: cst.Name) -> bool:
+    parent = facts.index.parent_of(name)
+    return isinstance(parent, cst.Attribute) and parent.attr is name
+
+
+def _builds_model(facts, function: cst.FunctionDef, depth: int = 0) -> bool:
+    """Whether the function builds Keras layers or models (itself or through functions
+    of the module it calls)."""
+    for node in facts.index.descendants(function):
+        if not isinstance(node, cst.Call):
+            continue
+        if (facts.qualified(node.func) or "").startswith(KERAS_BUILDERS):
+            return True
+        if depth < 2 and isinstance(node.func, cst.Name):
+            called = next((f for f in facts.module.body if isinstance(f, cst.FunctionDef) and f.name.value == node.func.value), None)
+            if called is not None and called is not function and _builds_model(facts, called, depth + 1):
+                return True
+    return False
