@@ -16,7 +16,7 @@ from mplint.analysis.names import canonical
 from mplint.analysis.removal import remove_statement
 from mplint.facts.gradient_uses import Clip, GradientUses
 from mplint.facts.training import GradientStep, OptimizerInfo, TrainingLoops
-from mplint.rule import Change, InsertAfter, Replace, ReplaceText
+from mplint.rule import Change, InsertAfter, InsertBefore, Replace, ReplaceText
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -40,10 +40,13 @@ def method_call(receiver: str, method: str, argument: cst.BaseExpression) -> cst
 
 # -- spelling keras.mixed_precision ------------------------------------------------------
 
-def mixed_precision_module(facts: "ModuleFacts", hint: cst.BaseExpression | None = None) -> tuple[str, list[Change]] | None:
+def mixed_precision_module(facts: "ModuleFacts", hint: cst.BaseExpression | None = None,
+                           at: cst.CSTNode | None = None) -> tuple[str, list[Change]] | None:
     """How this file can name `keras.mixed_precision` (e.g. `tf.keras.mixed_precision`),
     plus an import to add when it cannot yet. `hint` is a Keras call of the file whose
-    spelling is followed (`tf.keras.optimizers.Adam` -> `tf.keras.mixed_precision`)."""
+    spelling is followed (`tf.keras.optimizers.Adam` -> `tf.keras.mixed_precision`);
+    `at`, where the name is used: an imported name must be bound there (in a notebook,
+    imported in that cell or an earlier one), and an added import goes before it."""
     node = hint.func if isinstance(hint, cst.Call) else hint
     while isinstance(node, cst.Attribute):
         node = node.value
@@ -56,12 +59,19 @@ def mixed_precision_module(facts: "ModuleFacts", hint: cst.BaseExpression | None
     shadowed = set(facts.bindings.module_values)
     for wanted, suffix in (("keras.mixed_precision", ""), ("keras", ".mixed_precision"), ("tensorflow", ".keras.mixed_precision")):
         for local, full in aliases.items():
-            if local not in shadowed and "." not in local and canonical(full) == wanted:
+            if local not in shadowed and "." not in local and canonical(full) == wanted \
+                    and (at is None or facts.bound_names.is_bound(local, at)):
                 return local + suffix, []
     imports = [s for s in facts.module.body if _is_import_line(s)]
-    if not imports or "tf" in shadowed or "tf" in aliases:
+    if "tf" in shadowed or aliases.get("tf", "tensorflow") != "tensorflow":
         return None
-    return "tf.keras.mixed_precision", [InsertAfter(imports[-1], "import tensorflow as tf")]
+    top = facts.index.top_level_statement(at) if at is not None else None
+    earlier = [s for s in imports if top is None or facts.index.before(s, top)]
+    if earlier:
+        return "tf.keras.mixed_precision", [InsertAfter(earlier[-1], "import tensorflow as tf")]
+    if top is not None:
+        return "tf.keras.mixed_precision", [InsertBefore(top, "import tensorflow as tf")]
+    return None
 
 
 def _is_import_line(statement: cst.CSTNode) -> bool:
@@ -73,7 +83,7 @@ def _is_import_line(statement: cst.CSTNode) -> bool:
 def wrap_optimizer(facts: "ModuleFacts", built: cst.Call, inner: cst.Call | None = None) -> list[Change] | None:
     """Wrap the optimizer constructor call `built` in a LossScaleOptimizer, in place
     (`inner`: the constructor as it should read inside, e.g. with a clipping argument)."""
-    spelling = mixed_precision_module(facts, built)
+    spelling = mixed_precision_module(facts, built, at=built)
     if spelling is None:
         return None
     module, extra = spelling
@@ -105,6 +115,12 @@ def drop_clip(facts: "ModuleFacts", clip: Clip) -> Change:
     if clip.result == clip.source:
         return remove_statement(facts.index, clip.statement)
     return ReplaceText(clip.statement.body[0], f"{clip.result} = {clip.source}")
+
+
+def moved_clip_note(optimizer: cst.Call) -> str:
+    keyword = optimizer.args[-1].keyword
+    assert keyword is not None
+    return f"the fix moves the clipping to the inner optimizer's `{keyword.value}`, which then clips wherever it is used"
 
 
 def keras3_scaled_until_apply(facts: "ModuleFacts", loops: TrainingLoops, uses: GradientUses,
@@ -223,16 +239,7 @@ def policy_anchor(facts: "ModuleFacts", spelling: str) -> cst.CSTNode | None:
     imports = [s for s in facts.module.body if _is_import_line(s)]
     if not imports:
         return None
-    first_build = None
-    for statement in facts.module.body:
-        if _is_import_line(statement):
-            continue
-        if any(
-            isinstance(n, cst.Call) and (facts.qualified(n.func) or "").startswith(KERAS_BUILDERS)
-            for n in facts.index.descendants(statement)
-        ):
-            first_build = statement
-            break
+    first_build = first_model_statement(facts)
     before = [s for s in imports if first_build is None or facts.index.before(s, first_build)]
     anchor = before[-1] if before else imports[0]
     root = spelling.split(".", 1)[0]
@@ -245,6 +252,17 @@ def policy_anchor(facts: "ModuleFacts", spelling: str) -> cst.CSTNode | None:
         if root in binds and facts.index.before(anchor, statement):
             anchor = statement
     return anchor
+
+
+def first_model_statement(facts: "ModuleFacts") -> cst.CSTNode | None:
+    """The first top-level statement (not an import) that builds a Keras model or layer."""
+    for statement in facts.module.body:
+        if not _is_import_line(statement) and any(
+            isinstance(n, cst.Call) and (facts.qualified(n.func) or "").startswith(KERAS_BUILDERS)
+            for n in facts.index.descendants(statement)
+        ):
+            return statement
+    return None
 
 
 def sets_mixed_float16(facts: "ModuleFacts") -> bool:

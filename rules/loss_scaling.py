@@ -23,6 +23,7 @@ from mplint.rule import Change, Replace, Rule
 from ._scaling_edits import (
     code,
     keras3_scaled_until_apply,
+    moved_clip_note,
     scale_in_tape,
     scale_method,
     unscale_gradients,
@@ -173,6 +174,8 @@ class UnscaledCustomLoop(Rule):
                 unscale = facts.target.is_keras2 and step.unscale is None and not step.manual_unscale
                 changes = [*wrap, *(unscale_gradients(facts, step, receiver) if unscale else [])]
         fix = None
+        if changes is not None and inner is not None:
+            message += "; " + moved_clip_note(inner)
         if changes is not None:
             also = f"; clip with the optimizer's `{inner.args[-1].keyword.value}`" if inner is not None else ""  # type: ignore[union-attr]
             fix = self.fix(
@@ -281,6 +284,7 @@ class GradientOfUnscaledLoss(Rule):
                     assert step.optimizer is not None and step.optimizer.built is not None
                     changes += [*clipping, Replace(step.optimizer.built, inner)]
                     title += f" and clip with the optimizer's `{inner.args[-1].keyword.value}`"  # type: ignore[union-attr]
+                    advice += "; " + moved_clip_note(inner)
                     unsafe = True  # the optimizer then clips wherever it is used
             self.report(
                 step.call,

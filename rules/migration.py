@@ -24,6 +24,8 @@ from mplint.rule import Change, FixGroup, InsertAfter, InsertBefore, Replace, Re
 from ._scaling_edits import (
     KERAS_BUILDERS,
     code,
+    first_model_statement,
+    moved_clip_note,
     keras3_scaled_until_apply,
     mixed_float16_policy,
     mixed_precision_module,
@@ -640,7 +642,7 @@ class GraphRewriteApi(Rule):
             return
         hint = optimizer if isinstance(optimizer, cst.Call) else call
         policy = set_mixed_float16(facts, hint)
-        spelling = mixed_precision_module(facts, hint)
+        spelling = mixed_precision_module(facts, hint, at=call)
         if policy is None or spelling is None:
             self.report(call, f"{message}; use the Keras mixed-precision API")
             return
@@ -681,22 +683,37 @@ class GraphRewriteApi(Rule):
         condition = condition_text(facts.module, guard)
         if not all(side_effect_free(test) for test, _ in guard):
             return None, f"the graph rewrite runs only when `{condition}`, which has side effects"
-        spelling = mixed_precision_module(facts, hint)
         placed = mixed_float16_policy(facts, hint)
-        if spelling is None or placed is None:
+        if placed is None:
+            return None, "no place to set the policy"
+        scope = facts.analysis(TrainingLoops).scope_of(call)
+        first = scope.body.body[0] if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) else None
+        spelling = mixed_precision_module(facts, hint, at=first)
+        if spelling is None:
             return None, "no place to set the policy"
         module, extra = spelling
         block = f'if {condition}:\n{facts.module.default_indent}{module}.set_global_policy("mixed_float16")'
-        scope = facts.analysis(TrainingLoops).scope_of(call)
+        names = {n.value for test, _ in guard for n in [test, *facts.index.descendants(test)]
+                 if isinstance(n, cst.Name) and not _attribute_name(facts, n)}
         if scope is facts.index.module:
             text, anchor = placed
+            rewrite = facts.index.top_level_statement(call)
+            for name in sorted(names):  # after the statements that set the condition's names
+                for site in facts.bound_names.sites.get((id(scope), name), []):
+                    top = facts.index.top_level_statement(site.node)
+                    if top is not None and rewrite is not None and facts.index.before(top, rewrite) \
+                            and facts.index.before(anchor, top):
+                        anchor = top
+            build = first_model_statement(facts)
+            if build is not None and not facts.index.before(anchor, build):
+                return None, (f"the graph rewrite runs only when `{condition}`, which is decided after the model is "
+                              "built: set the mixed_float16 policy under that condition before the model is built")
             change: Change = InsertAfter(anchor, "\n".join([*text.split("\n")[:-1], block]))
             at, after = anchor, True
-        elif isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock):
+        elif isinstance(scope, cst.FunctionDef) and first is not None:
             if not _builds_model(facts, scope):
                 return None, (f"the graph rewrite runs only when `{condition}`, in `{scope.name.value}`, which does not "
                               "build the model: set the mixed_float16 policy under that condition before the model is built")
-            first = scope.body.body[0]
             docstring = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
                 and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
             change = InsertAfter(first, block) if docstring else InsertBefore(first, block)
@@ -704,10 +721,7 @@ class GraphRewriteApi(Rule):
             change = [change, *extra]  # type: ignore[assignment]
         else:
             return None, "no place to set the policy"
-        unbound = sorted({
-            n.value for test, _ in guard for n in [test, *facts.index.descendants(test)]
-            if isinstance(n, cst.Name) and not _attribute_name(facts, n) and not facts.bound_names.is_bound(n.value, at, after=after)
-        })
+        unbound = sorted(n for n in names if not facts.bound_names.is_bound(n, at, after=after))
         if unbound:
             return None, (f"the graph rewrite runs only when `{condition}`, and `{unbound[0]}` is not set yet where the policy "
                           "must be set: set the mixed_float16 policy under that condition before the model is built")
@@ -878,8 +892,7 @@ class LossScaleApiMismatch(Rule):
             if inner is not None:
                 assert info is not None and info.built is not None
                 changes[id(call)].append(Replace(info.built, inner))
-                notes.append(f"the clipping moves to the inner optimizer's `{inner.args[-1].keyword.value}`, "  # type: ignore[union-attr]
-                             "which then clips wherever it is used")
+                notes.append(moved_clip_note(inner))
         if any(s.manual_unscale for s in steps):
             blocked = "the gradients are also divided by the loss scale by hand, and Keras 3's `apply` would divide them again"
         if not any(c.func.attr.value == "get_unscaled_gradients" for c in calls) \

@@ -3,9 +3,10 @@
     change = remove_statement(facts.index, statement)
 
 A statement that shares its block with others is simply deleted. The only statement of
-an `if` (no `else`/`elif`) whose test has no side effects takes its `if` with it (and
-so on outwards, while each `if` is all its block holds). Otherwise the statement
-becomes `pass`, which keeps the block, and any test with side effects, as it was.
+an `if` (no `else`/`elif`, no comments inside) whose test has no side effects takes its
+`if` with it (and so on outwards, while each `if` is all its block holds). Otherwise the
+statement becomes `pass`, which keeps the block, any test with side effects and every
+comment as they were.
 """
 
 from __future__ import annotations
@@ -27,10 +28,16 @@ def remove_statement(index: ModuleIndex, statement: cst.SimpleStatementLine) -> 
             return RemoveStatement(target)
         owner = index.parent_of(block) if block is not None else None
         if not (isinstance(owner, cst.If) and owner.body is block and owner.orelse is None
-                and not isinstance(index.parent_of(owner), cst.If) and side_effect_free(owner.test)):
+                and not isinstance(index.parent_of(owner), cst.If) and side_effect_free(owner.test)
+                and not _comments_inside(index, owner)):
             break
         target = owner
     return ReplaceText(statement.body[0], "pass")
+
+
+def _comments_inside(index: ModuleIndex, statement: cst.If) -> bool:
+    """Comments in the `if` past its own leading lines (they would go with it)."""
+    return "#" in index.module.code_for_node(statement.with_changes(leading_lines=()))
 
 
 def side_effect_free(expr: cst.BaseExpression) -> bool:

@@ -434,7 +434,7 @@ def _names_in(expr: cst.CSTNode, names: set[str]) -> bool:
 def _describe_call(qualified: str, spelled: str) -> str:
     last = qualified.rsplit(".", 1)[-1].lower() if qualified else spelled.rsplit(".", 1)[-1].lower()
     if "norm" in last:
-        return f"their norm is computed by `{spelled}`"
+        return f"reduced to a norm by `{spelled}`"
     if "reduce" in last:
         return f"all-reduced by `{spelled}`"
     if any(word in last for word in ("summary", "histogram", "scalar", "print", "log")):
