@@ -109,8 +109,24 @@ class UnscaledCustomLoop(Rule):
     then hold its loss-scale variables). The optimizer is wrapped where it is built
     (also in another function of the module, or `self.opt = ...` in `__init__`), the
     loss is scaled inside the tape and, for Keras 2, the gradients are unscaled where
-    they are computed. An optimizer built outside the module (a parameter, an import)
-    is reported without a fix; so is a loop whose loss is not computed inside its tape.
+    they are computed, so clipping or logging after that sees the true gradients.
+
+    Keras 3 unscales only inside `apply`: between `tape.gradient` and `apply` the
+    gradients are then multiplied by the loss scale. When nothing reads them on the way
+    the fix is as above. When the only thing on the way is a plain clip
+    (`tf.clip_by_global_norm(grads, C)` with its norm unused, `[tf.clip_by_norm(g, C)
+    for g in grads]`, `[tf.clip_by_value(g, -C, C) ...]`), the fix also moves it onto
+    the inner optimizer (`global_clipnorm=C`, `clipnorm=C`, `clipvalue=C`), which clips
+    the unscaled gradients (it then clips wherever that optimizer is used). Anything
+    else on the way (a logged norm, accumulation, an all-reduce, a return to a caller
+    other modules can reach, another optimizer's apply) gets no fix, and the message
+    names it.
+
+    No fix either for an optimizer built outside the module (a parameter, an import),
+    a loop whose loss is not computed inside its tape, or where a name the fix would
+    use is not bound there (an `optimizer` assigned only after the loop; in a notebook,
+    one defined in a later cell). A module needing `tf` for the wrapper gets
+    `import tensorflow as tf` before the optimizer (in its own cell in a notebook).
     """
 
     code = "MP201"
@@ -234,8 +250,20 @@ class GradientOfUnscaledLoss(Rule):
     ## Fix safety
     Safe: the loop then does what its `LossScaleOptimizer` expects. The scaling call is
     inserted at the end of the tape block (or around the target when the gradient is
-    taken inside the block); for Keras 2 the gradients are also unscaled. A loop whose
-    loss is not computed inside the tape is reported without a fix.
+    taken inside the block); for Keras 2 the gradients are also unscaled where they are
+    computed.
+
+    Keras 3 unscales only inside `apply`, so after the fix the gradients are multiplied
+    by the loss scale until then. The fix is safe only when nothing reads them on the
+    way. A plain clip on the way (`tf.clip_by_global_norm(grads, C)` with its norm
+    unused, `clip_by_norm`/`clip_by_value(g, -C, C)` per gradient) makes the fix
+    unsafe: it moves the clip onto the inner optimizer built in this module
+    (`global_clipnorm`/`clipnorm`/`clipvalue`), which clips the unscaled gradients but
+    also wherever else the optimizer is used. Any other use on the way (a logged norm,
+    accumulation, an all-reduce, a return to a public function's callers, another
+    optimizer's apply), or a clip with `compile`'s optimizer, gets no fix, and the
+    message says which use and what to do. A loop whose loss is not computed inside
+    the tape is reported without a fix.
     """
 
     code = "MP202"
@@ -321,9 +349,10 @@ class GradientsNotUnscaled(Rule):
 
     ## Fix safety
     Safe: the fix wraps the gradient call in `get_unscaled_gradients` of the optimizer
-    that scaled the loss, before any clipping. Loops that divide the gradients
-    themselves are not reported. Under Keras 3 this is MP404's business (there is no
-    `get_scaled_loss`).
+    that scaled the loss, right where the gradients are computed, so whatever reads
+    them afterwards (clipping, logging, accumulation) sees the true gradients, as the
+    code intends. Loops that divide the gradients themselves are not reported. Under
+    Keras 3 this is MP404's business (there is no `get_scaled_loss`).
     """
 
     code = "MP203"
@@ -427,10 +456,12 @@ class LossScalingWithBfloat16(Rule):
 
     ## Fix safety
     Unsafe: checkpoints of the optimizer change shape. The fix unwraps the optimizer
-    (an `opt = LossScaleOptimizer(opt)` line is removed) and replaces its
-    `get_scaled_loss(x)`, `scale_loss(x)` and `get_unscaled_gradients(g)` calls by their
-    argument. Code that reads other loss-scale attributes (`loss_scale`,
-    `inner_optimizer`, ...) is reported without a fix.
+    (an `opt = LossScaleOptimizer(opt)` line is removed, together with an `if` it was
+    the only statement of when that `if`'s test has no side effects; else it becomes
+    `pass`) and replaces its `get_scaled_loss(x)`, `scale_loss(x)` and
+    `get_unscaled_gradients(g)` calls by their argument. Code that reads other
+    loss-scale attributes (`loss_scale`, `inner_optimizer`, ...) is reported without a
+    fix.
     """
 
     code = "MP205"

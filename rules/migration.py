@@ -202,10 +202,11 @@ class ExperimentalMixedPrecisionApi(Rule):
     ```
 
     ## Fix safety
-    Renames and import rewrites are safe; so is mapping a dynamic loss scale
-    (`"dynamic"`, `DynamicLossScale(initial_loss_scale=..., increment_period=...)` ->
-    `initial_scale=`, `dynamic_growth_steps=`) and, for Keras 2, a fixed one
-    (`dynamic=False, initial_scale=N`). Unsafe: a fixed scale under Keras 3, which has
+    Renames and import rewrites are safe (an unused loss-scale object is removed, with
+    an `if` it was alone in when the test has no side effects); so is mapping a
+    dynamic loss scale (`"dynamic"`, `DynamicLossScale(initial_loss_scale=...,
+    increment_period=...)` -> `initial_scale=`, `dynamic_growth_steps=`) and, for
+    Keras 2, a fixed one (`dynamic=False, initial_scale=N`). Unsafe: a fixed scale under Keras 3, which has
     none (the fix keeps a dynamic scale starting at N and says so), and a policy's
     fixed loss scale, which only ever applied to `Model.fit`: it is carried to the
     optimizer passed to `compile` (wrapped in a `LossScaleOptimizer`), and reads of that
@@ -606,10 +607,22 @@ class GraphRewriteApi(Rule):
     ## Fix safety
     Unsafe: layers then compute in float16 under the Keras policy rather than under the
     graph rewrite's op lists, so outputs must be float32 (MP101 then fixes them) and
-    custom loops must scale the loss (MP201/MP202 then fix them). The policy is set
-    after the imports that precede the first model or layer of the module; the rewrite
-    call becomes a `LossScaleOptimizer` (`loss_scale=N` mapped as for MP401). TF 1.x
-    optimizers (`tf.compat.v1.train.*Optimizer`) are reported without a fix.
+    custom loops must scale the loss (MP201/MP202 then fix them). The rewrite call
+    becomes a `LossScaleOptimizer` in place, keeping whatever condition it ran under
+    (`loss_scale=N` mapped as for MP401). The policy is set after the imports that
+    precede the first model or layer of the module.
+
+    The policy keeps the rewrite's condition too: under `if FLAGS.amp:` (or an `else`,
+    or `... if amp else ...`) the fix sets it under the same condition, after the
+    imports (after the statements that set the condition's names) when the rewrite
+    runs at module level, else at the start of the function that runs the rewrite when
+    that function builds the model. No fix when the condition has side effects, when
+    its names are not set yet where the policy must go, or when the function does not
+    build the model (an optimizer factory): the message says so. An environment switch
+    (`os.environ["TF_ENABLE_AUTO_MIXED_PRECISION"] = "1"`) becomes the policy in its
+    place, so its own `if` stays around it; a conditional value (`"1" if args.amp else
+    "0"`) becomes `if args.amp:` around the policy. TF 1.x optimizers
+    (`tf.compat.v1.train.*Optimizer`) are reported without a fix.
     """
 
     code = "MP403"
@@ -815,11 +828,33 @@ class LossScaleApiMismatch(Rule):
     ```
 
     ## Fix safety
-    Safe: `get_scaled_loss` becomes `scale_loss`, `get_unscaled_gradients(g)` becomes
-    `g` (Keras 3 unscales in `apply`); under Keras 2, `scale_loss` becomes
-    `get_scaled_loss` and the gradients of that loss are unscaled where they are
-    computed (no fix when that loop is not found). Dropping `dynamic=False` under Keras
-    3 is unsafe: the scale becomes dynamic.
+    Under Keras 3, a loop's `get_scaled_loss` -> `scale_loss` and its
+    `get_unscaled_gradients(g)` -> `g` are one fix over both findings, applied
+    together or not at all (either alone fails on both Kerases; a `# noqa` on one keeps
+    the other unfixed too). Calls whose partner is in another function are all one
+    group. `grads = opt.get_unscaled_gradients(grads)` is removed; when it is the only
+    statement of an `if` whose test has no side effects (`if amp:`, `if
+    isinstance(opt, LossScaleOptimizer):`) and holds no comment, the `if` goes too,
+    else it becomes `pass`.
+
+    Keras 3 unscales only inside `apply`, so dropping the unscale leaves the gradients
+    multiplied by the loss scale until then. The fix is safe when they reach the
+    LossScaleOptimizer's `apply` and nothing else reads them. A plain clip on the way
+    (`tf.clip_by_global_norm(grads, C)` with its norm unused, `clip_by_norm` or
+    symmetric `clip_by_value` per gradient) makes the fix unsafe: the clip moves onto
+    the inner optimizer built in this module (`global_clipnorm`, `clipnorm`,
+    `clipvalue`), which Keras 3 runs on unscaled gradients, but then wherever that
+    optimizer is used. No fix, with the use named in the message, when anything else
+    reads them (a logged norm, accumulation, an all-reduce, a public function or
+    method returning them to other modules), when another optimizer applies some of
+    them, when the loop also divides them by the loss scale by hand, or when the clip's
+    optimizer is not built here. A `get_scaled_loss` whose gradients leave the function
+    with no `get_unscaled_gradients` in sight gets an unsafe fix (they must reach the
+    LossScaleOptimizer's `apply` unchanged).
+
+    Under Keras 2, `scale_loss` becomes `get_scaled_loss` and the gradients of that
+    loss are unscaled where they are computed (no fix when that loop is not found):
+    safe. Dropping `dynamic=False` under Keras 3 is unsafe: the scale becomes dynamic.
     """
 
     code = "MP404"
