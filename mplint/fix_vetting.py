@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from mplint.analysis.bound_names import AFTER, FROM, BoundNames, Site
+from mplint.analysis.bound_names import AFTER, FROM, BoundNames, Site, names_a_variable
 from mplint.diagnostics import Applicability, Edit, Finding, Fix
 from mplint.rule import Change, FixGroup, InsertAfter, InsertBefore, Replace, ReplaceText, Report
 from mplint.source import Document
@@ -155,8 +155,8 @@ class FixVetting:
         for change in changes:
             if isinstance(change, (Replace, ReplaceText)):
                 node = change.node
-                if _not_a_variable(index, node):
-                    continue
+                if isinstance(node, cst.Name) and not names_a_variable(index, node):
+                    continue  # an attribute's or keyword's name
                 new_text = change.text if isinstance(change, ReplaceText) else code_for(change.new)
                 target = self.bound.targets.get(id(node))
                 if target is not None:  # a binding renamed: the new name is bound there instead
@@ -191,15 +191,6 @@ def _unbound_message(names: list[str], notebook: bool) -> str:
     spelled = ", ".join(f"`{n}`" for n in names)
     where = "in this cell or an earlier one" if notebook else "where the fix would use it"
     return f"it would use {spelled}, which is not bound {where}"
-
-
-def _not_a_variable(index, node: cst.CSTNode) -> bool:
-    """A Name that is an attribute's or keyword's name, not a variable."""
-    if not isinstance(node, cst.Name):
-        return False
-    parent = index.parent_of(node)
-    return (isinstance(parent, cst.Attribute) and parent.attr is node) or (isinstance(parent, cst.Arg) and parent.keyword is node) \
-        or isinstance(parent, (cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.Param))
 
 
 def _names(text: str) -> tuple[set[str], set[str]] | None:

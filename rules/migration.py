@@ -8,6 +8,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, positional, string_value, with_keyword, without_arg
 from mplint.analysis.names import canonical
+from mplint.analysis.bound_names import names_a_variable
 from mplint.analysis.guards import Guard, condition_text, guard_of
 from mplint.analysis.removal import remove_statement, side_effect_free
 from mplint.diagnostics import FixAvailability, Severity
@@ -707,7 +708,7 @@ class GraphRewriteApi(Rule):
         module, extra = spelling
         block = f'if {condition}:\n{facts.module.default_indent}{module}.set_global_policy("mixed_float16")'
         names = {n.value for test, _ in guard for n in [test, *facts.index.descendants(test)]
-                 if isinstance(n, cst.Name) and not _attribute_name(facts, n)}
+                 if isinstance(n, cst.Name) and names_a_variable(facts.index, n)}
         if scope is facts.index.module:
             text, anchor = placed
             rewrite = facts.index.top_level_statement(call)
@@ -1032,11 +1033,6 @@ def _migrated_together(loops: TrainingLoops, calls: list[cst.Call]) -> list[list
 
 def _switches_on(value: str) -> bool:
     return value.strip().lower() not in ("0", "false", "")
-
-
-def _attribute_name(facts, name: cst.Name) -> bool:
-    parent = facts.index.parent_of(name)
-    return isinstance(parent, cst.Attribute) and parent.attr is name
 
 
 def _builds_model(facts, function: cst.FunctionDef, depth: int = 0) -> bool:

@@ -214,6 +214,17 @@ class BoundNames:
         return self._cells.get(id(top), 0) if top is not None else 0
 
 
+def names_a_variable(index: ModuleIndex, name: cst.Name) -> bool:
+    """Whether a Name node stands for a variable (bound or read), not for an attribute,
+    a keyword, a parameter, a function, a class or an imported module's name."""
+    parent = index.parent_of(name)
+    if isinstance(parent, cst.Attribute) and parent.attr is name:
+        return False
+    if isinstance(parent, cst.Arg) and parent.keyword is name:
+        return False
+    return not isinstance(parent, (cst.Param, cst.ImportAlias, cst.FunctionDef, cst.ClassDef))
+
+
 def bound_by_alias(alias: cst.ImportAlias, plain_import: bool) -> str:
     """The local name an import alias binds (`import a.b` binds `a`)."""
     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):

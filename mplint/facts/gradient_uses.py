@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from mplint.analysis.bound_names import names_a_variable
 from mplint.analysis.calls import arg_value, positional
 from mplint.analysis.values import target_names
 
@@ -383,14 +384,7 @@ class _Tracer:
         ) or (isinstance(parent, cst.AsName) and parent.name is node)
 
     def _read(self, name: cst.Name) -> bool:
-        parent = self.index.parent_of(name)
-        if isinstance(parent, cst.Attribute) and parent.attr is name:
-            return False
-        if isinstance(parent, cst.Arg) and parent.keyword is name:
-            return False
-        if isinstance(parent, (cst.Param, cst.ImportAlias, cst.FunctionDef, cst.ClassDef)):
-            return False
-        return not self._store(name)
+        return names_a_variable(self.index, name) and not self._store(name)
 
     def _none_test(self, node: cst.CSTNode) -> bool:
         comparison = node if isinstance(node, cst.Comparison) else self.index.parent_of(node)
