@@ -122,6 +122,11 @@ class UnscaledCustomLoop(Rule):
     other modules can reach, another optimizer's apply) gets no fix, and the message
     names it.
 
+    The optimizer is wrapped unconditionally, also where the mixed policy is set only
+    under a condition (`if use_amp:`): with a float32 policy a `LossScaleOptimizer`
+    multiplies and divides by a power of two, which leaves the update as it was (it
+    only skips a step whose gradients overflow).
+
     No fix either for an optimizer built outside the module (a parameter, an import),
     a loop whose loss is not computed inside its tape, or where a name the fix would
     use is not bound there (an `optimizer` assigned only after the loop; in a notebook,

@@ -88,3 +88,23 @@ def test_overlapping_fixes_are_applied_over_rounds(test_rules):
     # Both rules target the same name node; one waits for the next round.
     out = _run(HEADER + "older_name = 1\n", {"MP995", "MP990"})
     assert out.text == HEADER + "new_name = 1\n"
+
+
+def _finding(code: str, edits, group: str | None = None):
+    from mplint.diagnostics import Applicability, Edit, Finding, Fix, Location, Severity
+
+    here = Location(1, 1)
+    fix = Fix(Applicability.SAFE, "fix", tuple(Edit(text, start, end, here, here) for start, end, text in edits), group)
+    return Finding(code, "name", "message", Severity.ERROR, "t.py", here, here, fix)
+
+
+def test_a_fix_group_waits_whole_for_a_later_round():
+    """When one edit of a group overlaps a fix chosen before it, no member is chosen in
+    this round: the group never goes in half (the next round lints it again)."""
+    from mplint.engine import select_fixes
+
+    group = [(10, 12, "aa"), (30, 32, "bb")]
+    first, second = _finding("MP404", group, "g1"), _finding("MP404", group, "g1")
+    other = _finding("MP201", [(5, 31, "x")])
+    assert select_fixes([first, second, other]) == [other]
+    assert select_fixes([first, second]) == [first, second]
