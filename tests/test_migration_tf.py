@@ -84,6 +84,8 @@ MIGRATIONS = {
     "MP404/unscale_only_statement_of_if": (None, ["step(train_step) and int(optimizer.iterations) == 1"]),
     "MP404/unscale_if_with_comment": (None, ["step(train_step) and int(optimizer.iterations) == 1"]),
     "MP404/unscale_under_call_test": (None, ["step(train_step) and calls == [1]"]),
+    # the gradients it returns are those of the loss times the LossScaleOptimizer's scale
+    "MP404/scaled_loss_gradients_leave": (None, ["gradients_times_scale(scaled_gradients)"]),
     "MP404/keras3_api_under_keras2": ("AttributeError", ["int(model.optimizer.iterations) == 1"]),
     "MP404/dynamic_false_keras3": ("ValueError", ["isinstance(optimizer, LSO) and scale(optimizer) == 1024.0"]),
     "combined/graph_rewrite_loop_to_keras3": ("AttributeError", [
@@ -101,6 +103,7 @@ ORIGINAL_CHECKS = {
     "MP403/env_var_conditional_value": ["model.layers[0].compute_dtype == 'float32'"],
     "MP403/notebook_switch_before_import": ["policy() == 'float32'"],
     # Keras 2 calls in a Keras 3 loop: the step fails when it runs
+    "MP404/scaled_loss_gradients_leave": ["raises(AttributeError, gradients_times_scale, scaled_gradients)"],
     **{case: ["raises(AttributeError, step, train_step)"] for case in (
         "MP404/clip_global_norm_keras3", "MP404/clip_by_norm_keras3", "MP404/unscale_only_statement_of_if",
         "MP404/unscale_if_with_comment", "MP404/unscale_under_call_test")},
@@ -129,6 +132,23 @@ def step(train_step):
     import numpy as np
     train_step(np.random.rand(8, 4).astype("float32"), np.random.randint(0, 3, size=(8,)))
     return True
+
+
+def gradients_times_scale(function):
+    """`function(model, optimizer, loss_fn, x, y)` returns the gradients of the loss times
+    the LossScaleOptimizer's loss scale."""
+    import numpy as np
+    import tensorflow as tf
+
+    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(3)])
+    optimizer = LSO(keras.optimizers.SGD(0.1))
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = np.random.rand(8, 4).astype("float32"), np.arange(8) % 3
+    got = function(model, optimizer, loss_fn, x, y)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+    want = tape.gradient(loss, model.trainable_variables)
+    return all(np.allclose(g, w * scale(optimizer), rtol=1e-4) for g, w in zip(got, want))
 
 
 def fresh(function, *args):
@@ -160,7 +180,8 @@ def run(job):
     except Exception as exc:
         kinds = [c.__name__ for c in type(exc).__mro__]
         return {"id": job["id"], "error": kinds, "message": str(exc)[:300], "checks": []}
-    env = dict(namespace, LSO=LSO, scale=scale, globals_=namespace, step=step, raises=raises, fresh=fresh, policy=policy)
+    env = dict(namespace, LSO=LSO, scale=scale, globals_=namespace, step=step, raises=raises, fresh=fresh, policy=policy,
+               gradients_times_scale=gradients_times_scale)
     checks = []
     for check in job["checks"]:
         try:
