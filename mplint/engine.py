@@ -376,16 +376,21 @@ def check_document(doc: Document, settings: FileSettings, filename: str, *, fix:
         new_text = _apply(current.text, chosen)
         module = _valid(doc, new_text, must_compile)
         if module is None:
+            # Fixes that are valid alone can clash together (two removals emptying one
+            # block): keep each that still leaves valid code, the others wait for the
+            # next round, which lints the result again.
             kept = []
             for finding in chosen:
-                if _valid(doc, _apply(current.text, [finding]), must_compile) is None:
+                if finding.fix.group is not None and any(k.fix.group == finding.fix.group for k in kept):  # type: ignore[union-attr]
+                    kept.append(finding)  # its group's edits are in already
+                elif _valid(doc, _apply(current.text, [finding]), must_compile) is None:
                     rejected.add(_fix_signature(current.text, finding))
                     errors.append(_engine_finding(
                         INTERNAL_ERROR,
                         f"the fix of {finding.code} ({finding.name}) would make the code invalid; kept the original text",
                         filename, finding.location, finding.cell, finding.span_rows[0],
                     ))
-                else:
+                elif not kept or _valid(doc, _apply(current.text, [*kept, finding]), must_compile) is not None:
                     kept.append(finding)
             new_text = _apply(current.text, kept)
             module = _valid(doc, new_text, must_compile) if kept else None

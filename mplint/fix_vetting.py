@@ -10,7 +10,9 @@ when fixing:
 - a fix group is complete: every member still has its fix (none suppressed, none
   withheld), and each member then carries the edits of the whole group, so applying
   any one of them applies all;
-- the text after the fix (or its whole group) still compiles.
+- the text after the fix (or its whole group) still compiles;
+- the file can be written back (a notebook whose JSON layout mplint cannot reproduce
+  keeps its findings without fixes).
 
 A fix failing the first two is dropped and the finding's message says why; one that
 would not compile is a rule's bug: dropped too, and reported (MP900) by the engine.
@@ -69,6 +71,10 @@ class FixVetting:
     def vet(self, pairs: list[tuple[Report, Finding]]) -> list[Finding]:
         """The findings, with the fixes that do not apply cleanly dropped."""
         findings = {i: finding for i, (_, finding) in enumerate(pairs)}
+        if not getattr(self.doc, "layout", {}).get("faithful", True):
+            why = "mplint cannot write this notebook back unchanged (its JSON layout is not Jupyter's standard one)"
+            self._drop(findings, [i for i, f in findings.items() if f.fix is not None], why)
+            return [findings[i] for i in range(len(pairs))]
         units: dict[int, list[int]] = {}  # the findings fixed together: a group, or one finding
         for i, (report, finding) in enumerate(pairs):
             if report.fix is not None and finding.fix is not None:

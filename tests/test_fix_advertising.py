@@ -100,3 +100,20 @@ async def test_the_editor_offers_no_quick_fix_for_a_withheld_fix(client: Languag
         context=types.CodeActionContext(diagnostics=list(published.diagnostics)),
     ))
     assert not [a for a in actions or [] if "MP404" in a.title]
+
+
+def test_a_notebook_mplint_cannot_write_back_offers_no_fix(tmp_path):
+    """A notebook in a JSON layout mplint cannot reproduce is never rewritten, so its
+    findings show no fix (and say why) instead of a `[*]` that --fix would not apply."""
+    source = "import tensorflow as tf\nlayer = tf.keras.layers.Dense(64, dtype='float16')\n"
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": source.splitlines(keepends=True)}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "compact.ipynb"
+    path.write_text(json.dumps(notebook, separators=(",", ":")), encoding="utf-8")
+    (finding,) = json.loads(_cli("--select", "MP103", "--unsafe-fixes", "--output-format", "json", str(path)))
+    assert finding["fix"] is None and "cannot write this notebook back" in finding["message"]
+    readable = tmp_path / "standard.ipynb"
+    readable.write_text(json.dumps(notebook, indent=1) + "\n", encoding="utf-8")
+    (finding,) = json.loads(_cli("--select", "MP103", "--unsafe-fixes", "--output-format", "json", str(readable)))
+    assert finding["fix"] is not None
