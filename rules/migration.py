@@ -953,16 +953,21 @@ class LossScaleApiMismatch(Rule):
             self.report(call, message, fix=fix)
 
     def _drop_unscale(self, call: cst.Call) -> Change:
-        """`g = opt.get_unscaled_gradients(h)` -> `g = h`; the statement goes when `g` is `h`."""
+        """`g = opt.get_unscaled_gradients(h)` -> `g = h`; the statement goes when `g` is `h`
+        (also for `g = opt.get_unscaled_gradients(g) if amp else g`)."""
         facts = self.facts
         argument = positional(call)[0].value
+        dropped: cst.BaseExpression = call
         parent = facts.index.parent_of(call)
+        if isinstance(parent, cst.IfExp) and parent.test is not call \
+                and code(facts, parent.orelse if parent.body is call else parent.body) == code(facts, argument):
+            dropped, parent = parent, facts.index.parent_of(parent)
         statement = facts.index.statement_of(call)
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(argument, cst.Name) \
                 and isinstance(parent.targets[0].target, cst.Name) and parent.targets[0].target.value == argument.value \
                 and isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
             return remove_statement(facts.index, statement)
-        return Replace(call, argument)
+        return Replace(dropped, argument)
 
     def _dynamic_false(self, call: cst.Call) -> None:
         facts = self.facts

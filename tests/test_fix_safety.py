@@ -79,6 +79,9 @@ def test_every_other_use_is_a_consumer(body, what):
     ("grads = tf.clip_by_global_norm(grads, 2.0)[0]\noptimizer.apply(grads)", "global_clipnorm", "2.0"),
     ("clipped = [tf.clip_by_norm(g, 0.5) for g in grads]\noptimizer.apply(clipped)", "clipnorm", "0.5"),
     ("grads = [tf.clip_by_value(g, -3.0, 3.0) for g in grads]\noptimizer.apply(grads)", "clipvalue", "3.0"),
+    ("grads = [tf.clip_by_norm(g, 1.5) if g is not None else None for g in grads]\noptimizer.apply(grads)", "clipnorm", "1.5"),
+    ("chosen = grads if use_them else zeros\nchosen, _ = tf.clip_by_global_norm(chosen, 1.0)\n"
+     "optimizer.apply(chosen)", "global_clipnorm", "1.0"),
 ])
 def test_plain_clips_an_optimizer_argument_can_do(body, keyword, threshold):
     uses = uses_of(body)

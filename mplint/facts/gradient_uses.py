@@ -13,7 +13,7 @@ until the apply (MP202/MP201 for Keras 3, MP404 dropping `get_unscaled_gradients
 are safe only when nothing consumes them on the way.
 
 Uses that pass the gradients on unchanged: a name (`g = grads`), zip/list/tuple/
-enumerate, a `(g, v)` pair, a `for` loop or a comprehension that only repacks them,
+enumerate, a `(g, v)` pair, a branch of `... if amp else ...`, a `for` loop or a comprehension that only repacks them,
 `lst.append(g)`, `is None` tests, `len()`, and the apply itself. Every other use, in the
 function after the gradients are computed, is a consumer.
 """
@@ -54,6 +54,7 @@ class Clip:
     statement: cst.SimpleStatementLine = field(repr=False)  # `grads, _ = tf.clip_by_global_norm(grads, 5.0)`
     source: str  # the name of the gradients it clips
     result: str  # the name it binds the clipped gradients to
+    function: str = ""  # the clipping function as spelled (`tf.clip_by_norm`)
 
 
 @dataclass
@@ -167,6 +168,9 @@ class _Tracer:
                 assert isinstance(call, cst.Call)
                 self._argument(call, parent)
                 return
+            if isinstance(parent, cst.IfExp) and parent.test is not node:
+                node = parent  # `grads if amp else other`: the value goes on
+                continue
             if isinstance(parent, cst.Element):
                 packed = index.parent_of(parent)  # the tuple/list it is in: `(g, v)`
                 holder = index.parent_of(packed)
@@ -257,7 +261,7 @@ class _Tracer:
             return
         clip = self._clip_comprehension(comp, comp_for, targets)
         if clip is not None:
-            self._consumer(comp, f"clipped by `{self.code(comp.elt.func)}`", clip, clip.keyword)  # type: ignore[union-attr]
+            self._consumer(comp, f"clipped by `{clip.function}`", clip, clip.keyword)
             self.names.add(clip.result)
             return
         self._consumer(comp, f"changed one by one (`{self.code(comp.elt)}`)")
@@ -306,8 +310,12 @@ class _Tracer:
         return Clip(keyword, threshold, statement, source.value, assign.targets[0].target.value)
 
     def _clip_comprehension(self, comp: cst.BaseExpression, comp_for: cst.CompFor, targets: set[str]) -> Clip | None:
-        """`grads = [tf.clip_by_norm(g, C) for g in grads]` (or clip_by_value(g, -C, C))."""
+        """`grads = [tf.clip_by_norm(g, C) for g in grads]` (or clip_by_value(g, -C, C)),
+        also `... if g is not None else None` (Keras skips missing gradients too)."""
         elt = comp.elt  # type: ignore[attr-defined]
+        if isinstance(elt, cst.IfExp) and self._none_test(elt.test) and isinstance(elt.orelse, cst.Name) \
+                and elt.orelse.value == "None":
+            elt = elt.body
         if not isinstance(elt, cst.Call) or not isinstance(comp_for.target, cst.Name) \
                 or not isinstance(comp_for.iter, cst.Name) or comp_for.ifs:
             return None
@@ -331,7 +339,7 @@ class _Tracer:
         statement = self.index.parent_of(assign)
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             return None
-        return Clip(keyword, threshold, statement, comp_for.iter.value, assign.targets[0].target.value)
+        return Clip(keyword, threshold, statement, comp_for.iter.value, assign.targets[0].target.value, self.code(elt.func))
 
     def _importable(self, function: cst.FunctionDef) -> bool:
         """A public function or method of a module that is not a script (no `__main__`
