@@ -84,6 +84,9 @@ MIGRATIONS = {
     "MP404/unscale_only_statement_of_if": (None, ["step(train_step) and int(optimizer.iterations) == 1"]),
     "MP404/unscale_if_with_comment": (None, ["step(train_step) and int(optimizer.iterations) == 1"]),
     "MP404/unscale_under_call_test": (None, ["step(train_step) and calls == [1]"]),
+    "MP404/unscale_in_conditional_expression": (None, ["step_function_applies(model_step, True)",
+                                                       "step_function_applies(model_step, False)"]),
+    "MP404/two_groups_one_if": (None, ["wide_and_deep_applies(Trainer, True)", "wide_and_deep_applies(Trainer, False)"]),
     # the gradients it returns are those of the loss times the LossScaleOptimizer's scale
     "MP404/scaled_loss_gradients_leave": (None, ["gradients_times_scale(scaled_gradients)"]),
     "MP404/keras3_api_under_keras2": ("AttributeError", ["int(model.optimizer.iterations) == 1"]),
@@ -104,6 +107,8 @@ ORIGINAL_CHECKS = {
     "MP403/notebook_switch_before_import": ["policy() == 'float32'"],
     # Keras 2 calls in a Keras 3 loop: the step fails when it runs
     "MP404/scaled_loss_gradients_leave": ["raises(AttributeError, gradients_times_scale, scaled_gradients)"],
+    "MP404/unscale_in_conditional_expression": ["raises(AttributeError, step_function_applies, model_step, True)"],
+    "MP404/two_groups_one_if": ["raises(AttributeError, wide_and_deep_applies, Trainer, True)"],
     **{case: ["raises(AttributeError, step, train_step)"] for case in (
         "MP404/clip_global_norm_keras3", "MP404/clip_by_norm_keras3", "MP404/unscale_only_statement_of_if",
         "MP404/unscale_if_with_comment", "MP404/unscale_under_call_test")},
@@ -151,6 +156,42 @@ def gradients_times_scale(function):
     return all(np.allclose(g, w * scale(optimizer), rtol=1e-4) for g, w in zip(got, want))
 
 
+def _optimizer(amp):
+    return LSO(keras.optimizers.SGD(0.1)) if amp else keras.optimizers.SGD(0.1)
+
+
+def step_function_applies(model_step, amp):
+    """`model_step(batch, model, model_fn, optimizer, amp)` trains one step."""
+    import numpy as np
+
+    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(3)])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = np.random.rand(8, 4).astype("float32"), np.arange(8) % 3
+    optimizer = _optimizer(amp)
+    model_step(None, model, lambda batch, training: loss_fn(y, model(x, training=training)), optimizer, amp)
+    return int(optimizer.iterations) == 1
+
+
+def wide_and_deep_applies(trainer_class, amp):
+    """A two-optimizer trainer (`Trainer(model, wide, deep, amp)._step(x, y)`) applies both."""
+    import numpy as np
+
+    x, y = np.random.rand(8, 4).astype("float32"), np.arange(8) % 3
+    linear, deep = keras.layers.Dense(3), keras.layers.Dense(3)
+    linear(x), deep(x)
+
+    class Model:
+        linear_model, dnn_model = linear, deep
+        compiled_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        def __call__(self, inputs, training=False):
+            return linear(inputs) + deep(inputs)
+
+    wide_optimizer, deep_optimizer = _optimizer(amp), _optimizer(amp)
+    trainer_class(Model(), wide_optimizer, deep_optimizer, amp)._step(x, y)
+    return int(wide_optimizer.iterations) == 1 and int(deep_optimizer.iterations) == 1
+
+
 def fresh(function, *args):
     """Call `function` with the global policy back to float32 (as in a new process)."""
     keras.mixed_precision.set_global_policy("float32")
@@ -181,7 +222,8 @@ def run(job):
         kinds = [c.__name__ for c in type(exc).__mro__]
         return {"id": job["id"], "error": kinds, "message": str(exc)[:300], "checks": []}
     env = dict(namespace, LSO=LSO, scale=scale, globals_=namespace, step=step, raises=raises, fresh=fresh, policy=policy,
-               gradients_times_scale=gradients_times_scale)
+               gradients_times_scale=gradients_times_scale, step_function_applies=step_function_applies,
+               wide_and_deep_applies=wide_and_deep_applies)
     checks = []
     for check in job["checks"]:
         try:
