@@ -52,7 +52,7 @@ def changed_files(before: str, after: str) -> list[str]:
 
 
 def compiles(path: str) -> str | None:
-    from mplint.runner import load_document
+    from mplint.source import load_document
 
     with open(path, "rb") as handle:
         doc = load_document(path, handle.read())

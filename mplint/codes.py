@@ -18,6 +18,8 @@ RULES: dict[str, tuple[str, str]] = {
     "MP203": ("gradients-not-unscaled", "loss_scaling"),
     "MP204": ("graph-rewrite-with-tape", "loss_scaling"),
     "MP205": ("loss-scaling-with-bfloat16", "loss_scaling"),
+    "MP206": ("unscaled-jax-torch-step", "backend_steps"),
+    "MP207": ("scaled-loss-reported", "backend_steps"),
     "MP301": ("units-not-multiple", "tensor_cores"),
     "MP302": ("filters-not-multiple", "tensor_cores"),
     "MP303": ("batch-size-not-multiple", "tensor_cores"),

@@ -40,15 +40,12 @@ class FileSettings:
     target: str = "auto"
     assumed_policy: str | None = None
     tensor_core_multiple: int = 8
-    inherited_policy: str | None = None  # set by a module that imports this one
-    inherited_from: str | None = None
     details: bool = False  # also report the Keras target and policy used (--verbose)
 
     def fingerprint(self) -> str:
         """Stable across processes (unlike the repr of a frozenset)."""
         return json.dumps(
-            [sorted(self.codes), self.target, self.assumed_policy, self.tensor_core_multiple,
-             self.inherited_policy, self.inherited_from]
+            [sorted(self.codes), self.target, self.assumed_policy, self.tensor_core_multiple]
         )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -45,6 +46,9 @@ from mplint.rule import (
     Report,
 )
 from mplint.source import Document
+
+if TYPE_CHECKING:
+    from mplint.facts.project_context import ProjectContext
 from mplint.suppressions import parse_suppressions
 
 MAX_ROUNDS = 10
@@ -58,6 +62,7 @@ class Outcome:
     fixed_codes: dict[str, int] = field(default_factory=dict)
     target: str | None = None
     policy: str | None = None
+    backend: str | None = None
     initial: list[Finding] = field(default_factory=list)  # findings before any fix
 
 
@@ -97,8 +102,9 @@ def parse(text: str) -> cst.Module:
 
 
 def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Module | None = None,
-         outcome: Outcome | None = None) -> list[Finding]:
-    """Findings for the document's current text (suppressions applied)."""
+         outcome: Outcome | None = None, project: "ProjectContext | None" = None) -> list[Finding]:
+    """Findings for the document's current text (suppressions applied); `project` is
+    what the rest of its project says about the module (mplint.project.index)."""
     if module is None:
         try:
             module = parse(doc.text)
@@ -117,7 +123,7 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
             configured_target=settings.target,
             assumed_policy=settings.assumed_policy,
             tensor_core_multiple=settings.tensor_core_multiple,
-            inherited_policy=settings.inherited_policy,
+            project=project,
         )
         mixed = facts.policy.mixed_in_force
     except Exception as exc:  # an engine bug must surface, not crash the run
@@ -134,11 +140,8 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
     if outcome is not None and settings.details:
         try:
             outcome.policy = facts.policy.describe()
-            if settings.inherited_from and not settings.assumed_policy:
-                outcome.policy = outcome.policy.replace(
-                    "(assume-policy)", f"(set in {settings.inherited_from}, which imports this module)"
-                )
             outcome.target = f"{facts.target.keras} ({facts.target.reason})"
+            outcome.backend = facts.backend.describe()
         except Exception as exc:
             findings.append(_internal_error(doc, filename, "module analysis", exc))
     if reports:
@@ -351,10 +354,10 @@ def _valid(doc: Document, text: str, must_compile: bool) -> cst.Module | None:
 
 
 def check_document(doc: Document, settings: FileSettings, filename: str, *, fix: bool = False,
-                   unsafe: bool = False) -> Outcome:
+                   unsafe: bool = False, project: "ProjectContext | None" = None) -> Outcome:
     """Lint a document and, with `fix`, run the convergent fix loop on it."""
     outcome = Outcome([], doc.text)
-    findings = lint(doc, settings, filename, outcome=outcome)
+    findings = lint(doc, settings, filename, outcome=outcome, project=project)
     outcome.initial = findings
     if not fix or not any(f.fix and f.fix.applies(unsafe) for f in findings):
         outcome.findings = findings
@@ -409,7 +412,7 @@ def check_document(doc: Document, settings: FileSettings, filename: str, *, fix:
             outcome.fixed_codes[finding.code] = outcome.fixed_codes.get(finding.code, 0) + 1
         outcome.fixed += len(chosen)
         current = current.with_text(new_text)
-        findings = lint(current, settings, filename, module=module)
+        findings = lint(current, settings, filename, module=module, project=project)
     if not converged:
         # A rule that keeps fixing its own output is a bug: keep the original text.
         pending = sorted({f.code for f in findings if f.fix is not None and f.fix.applies(unsafe)})

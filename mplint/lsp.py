@@ -7,6 +7,10 @@
 - Code actions: a quick fix per finding that has one (unsafe fixes say so in their
   title and are never "preferred"), and "fix all safe" (kind `source.fixAll.mplint`,
   so `"editor.codeActionsOnSave": {"source.fixAll": "explicit"}` runs it).
+- The project index (`mplint.project.index`) of each document's project, with the
+  open buffers standing in for their files: a document is judged as `mplint check`
+  judges it in its project, and open documents are checked again when an edit
+  elsewhere (another buffer, a file changed on disk) changes what they depend on.
 - Configuration as on the command line: the nearest pyproject.toml/mplint.toml of
   the document's folder (re-read on every check, so edits to it apply at once), its
   `exclude` globs, and `# noqa` comments.
@@ -46,12 +50,14 @@ log = logging.getLogger(__name__)
 
 
 class _Checked:
-    """The findings of one document version."""
+    """The findings of one document version, and what they depended on elsewhere in
+    its project (another open buffer or file changing that checks it again)."""
 
-    def __init__(self, version: int | None, text: str, findings: list[Finding]) -> None:
+    def __init__(self, version: int | None, text: str, findings: list[Finding], project: str = "") -> None:
         self.version = version
         self.text = text
         self.findings = findings
+        self.project = project
 
 
 class MplintLanguageServer(LanguageServer):
@@ -114,12 +120,29 @@ class MplintLanguageServer(LanguageServer):
         """Findings of the current version (checked again only if it changed)."""
         document = self.workspace.get_text_document(uri)
         checked = self._checked.get(uri)
-        if checked is not None and checked.version == document.version and checked.text == document.source:
+        if checked is not None and checked.version == document.version and checked.text == document.source \
+                and checked.project == self._project_key(uri):
             return checked.findings
         outcome = self.check(uri)
         findings = outcome.findings if outcome is not None else []
-        self._checked[uri] = _Checked(document.version, document.source, findings)
+        self._checked[uri] = _Checked(document.version, document.source, findings, self._project_key(uri))
         return findings
+
+    def _project_key(self, uri: str) -> str:
+        from mplint.textcheck import project_key
+
+        wanted = self._wanted(uri)
+        if wanted is None or wanted[1] or not wanted[0]:
+            return ""
+        return project_key(wanted[0])
+
+    def publish_affected(self, changed: str) -> None:
+        """Check the other open documents again whose project facts the change of
+        `changed` altered (a script that sets the policy, a module they import)."""
+        for uri in sorted(self.open_uris - {changed}):
+            checked = self._checked.get(uri)
+            if checked is not None and self._wanted(uri) is not None and checked.project != self._project_key(uri):
+                self.publish(uri)
 
     def publish(self, uri: str) -> None:
         self._pending.pop(uri, None)
@@ -132,6 +155,7 @@ class MplintLanguageServer(LanguageServer):
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics)
         )
+        self.publish_affected(uri)
 
     def schedule(self, uri: str) -> None:
         pending = self._pending.pop(uri, None)
@@ -141,11 +165,16 @@ class MplintLanguageServer(LanguageServer):
         self._pending[uri] = loop.call_later(self.debounce, self.publish, uri)
 
     def forget(self, uri: str) -> None:
+        from mplint.textcheck import forget_text
+
+        wanted = self._wanted(uri)
         self.open_uris.discard(uri)
         pending = self._pending.pop(uri, None)
         if pending is not None:
             pending.cancel()
         self._checked.pop(uri, None)
+        if wanted is not None and not wanted[1]:
+            forget_text(wanted[0])  # the file on disk counts again
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def recheck_open_documents(self) -> None:
@@ -329,6 +358,16 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> MplintLanguageServer:
     def watched_files_changed(ls: MplintLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(_is_settings_file(change.uri) for change in params.changes):
             ls.recheck_open_documents()
+            return
+        from mplint.textcheck import forget_text
+
+        changed = [c.uri for c in params.changes if c.uri.endswith((".py", ".ipynb")) and c.uri not in ls.open_uris]
+        for uri in changed:  # edited outside the editor (git checkout, a script): read again
+            where = ls._path_of(uri)
+            if where is not None and where[0]:
+                forget_text(where[0])
+        if changed:
+            ls.publish_affected("")
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,

@@ -118,6 +118,9 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
     # Skip the rule (cheaply) unless a mixed policy is in force in the module.
     requires_mixed_policy: ClassVar[bool] = False
+    # The finding or its fix is written for the file's Keras target (Keras 2 or 3): when
+    # the target is only assumed, the fix is unsafe and the message says so.
+    depends_on_target: ClassVar[bool] = False
 
     def __init__(self, facts: "ModuleFacts", sink: list[Report]) -> None:
         self.facts = facts
@@ -134,6 +137,14 @@ class Rule:
         fix: FixPlan | None = None,
         severity: Severity | None = None,
     ) -> None:
+        if self.depends_on_target:
+            target = self.facts.target
+            if target.assumed:
+                # Nothing in the code or the project says which Keras it runs on: a fix
+                # written for the guessed one may not run on the other.
+                message = f"{message} ({target.assumption})"
+                if fix is not None:
+                    fix = FixPlan(Applicability.UNSAFE, fix.message, fix.changes)
         self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix))
 
     @staticmethod

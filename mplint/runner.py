@@ -19,9 +19,8 @@ from mplint.codes import all_codes
 from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Location, Severity
 from mplint.discovery import Found, PathProblem, discover, virtual_file
-from mplint.policy_inheritance import PolicyGraph
 from mplint.prefilter import may_need_parse, mentions_keras, needs_parse
-from mplint.source import Document, FileTooLarge, SourceError, atomic_write, decode_python, read_bytes
+from mplint.source import FileTooLarge, SourceError, atomic_write, load_document, read_bytes
 
 POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
 
@@ -82,16 +81,9 @@ class Job:
     file_settings: FileSettings
     key_suffix: tuple[str, ...] | None  # None: no cache to key results for
     options: RunOptions
-    speculative: bool = False  # sent before knowing whether the file inherits a policy
+    speculative: bool = False  # sent while other files are still being read
     virtual: bool = False  # text from stdin: the result keeps new bytes instead of writing
-
-
-def load_document(path: str, data: bytes) -> Document:
-    if path.endswith(".ipynb"):
-        from mplint.notebook import decode_notebook
-
-        return decode_notebook(path, data)
-    return decode_python(path, data)
+    project: bool = True  # read the project index for cross-file facts
 
 
 def _source_error_finding(filename: str, exc: SourceError) -> Finding:
@@ -120,11 +112,19 @@ def process(job: Job) -> FileResult:
         result.findings = [_source_error_finding(job.filename, exc)]
         return result
     options = job.options
+    project = None
+    if job.project:
+        from mplint.project.index import ProjectIndex
+
+        index = ProjectIndex.for_path(job.path, cache=options.cache)
+        if job.virtual:
+            index.set_text(os.path.abspath(job.path), doc.text)
+        project = index.context_for(job.path)
     outcome = check_document(doc, job.file_settings, job.filename, fix=options.fix or options.diff,
-                             unsafe=options.unsafe)  # type: ignore[arg-type]
+                             unsafe=options.unsafe, project=project)  # type: ignore[arg-type]
     result.findings = outcome.findings
     if outcome.target or outcome.policy:
-        result.details = f"{job.filename}: target {outcome.target}; policy {outcome.policy}"
+        result.details = f"{job.filename}: target {outcome.target}; policy {outcome.policy}; backend {outcome.backend}"
     cacheable = not any(f.code == INTERNAL_ERROR[0] for f in outcome.findings)
     text = outcome.text
     if options.add_noqa:
@@ -236,8 +236,8 @@ class _Scanned:
 
     item: Found
     needs_parse: bool = False
-    mentions_keras: bool = False
     result: FileResult | None = None  # final already (unreadable, undecodable, skipped)
+    sent: bool = False  # a job was dispatched for it during pass 1
 
 
 def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, stdin: bytes | None = None) -> RunResult:
@@ -262,14 +262,13 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     workers = options.jobs or min(os.cpu_count() or 1, 8)
     pool = _Pool(workers) if workers > 1 and len(found) >= POOL_MIN_FILES else None
     cache = Cache(found[0].settings.root) if options.cache and found and stdin is None else None
-    graph = PolicyGraph(roots=sorted({os.path.abspath(p) for p in paths if os.path.isdir(p)} | {os.getcwd()}))
+    # Pass 0: the project index of each project the files belong to (cross-file facts:
+    # a file is judged the same whether it is checked alone or with its project).
+    projects = _project_indexes(found, resolver, options)
     # With workers and nothing to write, a file that needs the engine is sent to it as
-    # soon as it is read (assuming it inherits no policy); the few that turn out to
-    # inherit one are checked again once every file has been read. --fix and --diff
-    # wait for the whole picture, so a file is never written twice.
+    # soon as it is read. --fix and --diff wait for every file to be read.
     speculate = pool is not None and not (options.fix or options.diff or options.add_noqa)
     results: list[FileResult] = []
-    speculative: set[str] = set()
 
     def dispatch(job_or_result: Job | FileResult) -> None:
         if isinstance(job_or_result, FileResult):
@@ -280,32 +279,27 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
             results.append(process(job_or_result))
 
     try:
-        # Pass 1: read, decode and pre-filter every file; learn which modules set a
-        # mixed policy and what they import (see mplint.policy_inheritance).
+        # Pass 1: read, decode and pre-filter every file (a file the project runs under
+        # a mixed policy needs the engine even without a mixed-precision token).
         scanned = []
         for item in found:
-            scan, data = _scan(item, graph)
+            scan, data = _scan(item, projects)
             if speculate and scan.result is None and scan.needs_parse and data is not None:
-                speculative.add(item.path)
-                dispatch(_prepare(item, options, cache, None, data, speculative=True))
+                scan.sent = True
+                dispatch(_prepare(item, options, cache, projects, data, speculative=True))
             scanned.append(scan)
-        inherited = graph.inherited()
         # Pass 2: the engine, for the files that need it (and were not sent yet).
-        rerun: set[str] = set()
         for scan in scanned:
             path = scan.item.path
             if scan.result is not None:
                 results.append(scan.result)
                 continue
-            policy = inherited.get(graph.absolute(path))
-            if path in speculative:
-                if policy is None:
-                    continue
-                rerun.add(path)
-            if not scan.needs_parse and not (policy and scan.mentions_keras):
+            if scan.sent:
+                continue
+            if not scan.needs_parse:
                 results.append(FileResult(path, path))
                 continue
-            dispatch(_prepare(scan.item, options, cache, policy))
+            dispatch(_prepare(scan.item, options, cache, projects))
         if pool is not None:
             results.extend(pool.drain())
     except BaseException:
@@ -314,9 +308,11 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         raise
     if pool is not None:
         pool.close()
+    for index in {id(i): i for i in projects.values() if i is not None}.values():
+        warning = index.save()
+        if warning:
+            result.warnings.append(warning)
     for file_result in results:
-        if file_result.speculative and file_result.path in rerun:
-            continue  # superseded: the file inherits a policy and was checked again
         result.findings.extend(file_result.findings)
         result.fixed += file_result.fixed
         if file_result.fixed and not options.diff and file_result.output is None:
@@ -360,7 +356,31 @@ def _read(item: Found) -> bytes | FileResult:
     return result
 
 
-def _scan(item: Found, graph: PolicyGraph) -> tuple[_Scanned, bytes | None]:
+def _project_indexes(found: list[Found], resolver: ConfigResolver, options: RunOptions) -> dict[str, "ProjectIndex | None"]:
+    """The project index of each file's folder (None for stdin without a real path)."""
+    from mplint.project.index import ProjectIndex
+    from mplint.project.layout import project_root
+
+    def assumed_for(path: str) -> str | None:
+        settings = resolver.for_path(path)
+        return settings.assumed_policy(settings.relpath(path)) if settings.assume_policy else None
+
+    indexes: dict[str, ProjectIndex | None] = {}
+    for item in found:
+        folder = os.path.dirname(os.path.abspath(item.path))
+        if folder not in indexes:
+            root_seen = any(i is not None and i.root == project_root(folder) for i in indexes.values())
+            indexes[folder] = ProjectIndex.for_path(
+                item.path, cache=options.cache, assumed_for=assumed_for, fresh=not root_seen
+            )
+    return indexes
+
+
+def _index_of(item: Found, projects: dict[str, "ProjectIndex | None"]) -> "ProjectIndex | None":
+    return projects.get(os.path.dirname(os.path.abspath(item.path)))
+
+
+def _scan(item: Found, projects: dict[str, "ProjectIndex | None"]) -> tuple[_Scanned, bytes | None]:
     """What pass 1 learns about a file, and its bytes (for an immediate job)."""
     data = _read(item)
     if isinstance(data, FileResult):
@@ -373,12 +393,15 @@ def _scan(item: Found, graph: PolicyGraph) -> tuple[_Scanned, bytes | None]:
         return _Scanned(item, result=FileResult(item.path, item.path, [_source_error_finding(item.path, exc)])), None
     settings = item.settings
     assumed = bool(settings.assume_policy) and settings.assumed_policy(settings.relpath(item.path)) is not None
-    keras = mentions_keras(doc.text)
-    graph.add(item.path, doc.text, relevant=keras)
-    return _Scanned(item, needs_parse=needs_parse(doc.text, assume_policy=assumed), mentions_keras=keras), data
+    needed = needs_parse(doc.text, assume_policy=assumed)
+    if not needed and mentions_keras(doc.text):
+        index = _index_of(item, projects)
+        context = index.context_for(item.path) if index is not None else None
+        needed = context is not None and bool(context.mixed_policies()[0])
+    return _Scanned(item, needs_parse=needed), data
 
 
-def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: tuple[str, str] | None,
+def _prepare(item: Found, options: RunOptions, cache: Cache | None, projects: dict[str, "ProjectIndex | None"],
              data: bytes | None = None, speculative: bool = False) -> Job | FileResult:
     """A Job for the engine, or the cached result."""
     if data is None:
@@ -388,16 +411,15 @@ def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: t
         data = read
     settings = item.settings
     file_settings = settings.for_file(item.path, all_codes(), options.details)
-    if inherited is not None and file_settings.assumed_policy is None:
-        policy, setter = inherited
-        file_settings = dataclasses.replace(
-            file_settings, inherited_policy=policy, inherited_from=os.path.relpath(setter)
-        )
+    index = _index_of(item, projects)
     if not file_settings.codes:
         return FileResult(item.path, item.path)
+    in_project = index is not None and index.context_for(item.path) is not None
     if cache is None:
-        return Job(item.path, item.path, data, file_settings, None, options, speculative, item.data is not None)
-    key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target))
+        return Job(item.path, item.path, data, file_settings, None, options, speculative, item.data is not None,
+                   in_project)
+    key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target),
+                  index.dependency_key(item.path) if in_project else "")
     if not options.details:
         cached = cache.get(item.path, content_key(data, *key_suffix), item.path)
         if cached is not None:
@@ -405,4 +427,4 @@ def _prepare(item: Found, options: RunOptions, cache: Cache | None, inherited: t
                 f.fix is not None and f.fix.applies(options.unsafe) for f in cached
             ):
                 return FileResult(item.path, item.path, cached, speculative=speculative)
-    return Job(item.path, item.path, data, file_settings, key_suffix, options, speculative)
+    return Job(item.path, item.path, data, file_settings, key_suffix, options, speculative, project=in_project)

@@ -4,9 +4,12 @@ than a path to read (the language server, the flake8 plugin).
 It applies what `mplint check` applies to a named file: the nearest configuration of
 the file's folder (select/ignore/per-file-ignores/target/assume-policy), the config
 `exclude` globs (like `--force-exclude`), the text pre-filter and `# noqa`; then the
-same engine. A policy inherited from another module of the project (which `mplint
-check` sees when both files are in the run) is not known here: set `assume-policy`. Notebook cells held by an editor (one cell, IPython syntax included) are
-checked with their magics masked, as in `.ipynb` files.
+same engine, with the project index of the file's project (`mplint.project.index`), so
+what other modules say (the policy their callers set, constants, re-exports, the Keras
+target) counts exactly as in `mplint check`. The text held here stands in for the file
+on disk in that index (an editor's unsaved buffer). Notebook cells held by an editor
+(one cell, IPython syntax included) are checked with their magics masked, as in
+`.ipynb` files.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 from mplint.codes import all_codes
 from mplint.config import ConfigResolver
 from mplint.engine import Outcome, check_document
-from mplint.prefilter import needs_parse
+from mplint.prefilter import mentions_keras, needs_parse
 from mplint.source import Document
 
 
@@ -27,6 +30,24 @@ def is_excluded(path: str, resolver: ConfigResolver) -> bool:
     from mplint.discovery import Found, discover
 
     return not any(isinstance(item, Found) for item in discover([path], resolver, force_exclude=True))
+
+
+def project_key(path: str) -> str:
+    """What the findings of `path` depend on in other files of its project (buffers
+    held by `check_text` included): when it changes, the file must be checked again."""
+    if not path:
+        return ""
+    from mplint.project.index import ProjectIndex
+
+    return ProjectIndex.for_path(path).dependency_key(path)
+
+
+def forget_text(path: str) -> None:
+    """The editor closed `path`: the project index reads it from disk again."""
+    if path:
+        from mplint.project.index import ProjectIndex
+
+        ProjectIndex.for_path(path).set_text(path, None)
 
 
 def check_text(
@@ -57,9 +78,23 @@ def check_text(
 
         doc = mask_cell(path, text)
     assumed = engine_settings.assumed_policy is not None
-    if not needs_parse(doc.text, assume_policy=assumed):
+    project = None
+    if path and not notebook_cell:
+        from mplint.project.index import ProjectIndex
+
+        def assumed_for(other: str) -> str | None:
+            other_settings = resolver.for_path(other)  # type: ignore[union-attr]
+            return other_settings.assumed_policy(other_settings.relpath(other)) if other_settings.assume_policy else None
+
+        index = ProjectIndex.for_path(path, assumed_for=assumed_for)
+        index.set_text(path, doc.text)
+        project = index.context_for(path)
+    needed = needs_parse(doc.text, assume_policy=assumed)
+    if not needed and project is not None and mentions_keras(doc.text):
+        needed = bool(project.mixed_policies()[0])
+    if not needed:
         return Outcome([], text)
-    outcome = check_document(doc, engine_settings, path or "untitled.py", fix=fix, unsafe=unsafe)
+    outcome = check_document(doc, engine_settings, path or "untitled.py", fix=fix, unsafe=unsafe, project=project)
     if notebook_cell and outcome.text != doc.text:
         from mplint.notebook import unmask_cell
 

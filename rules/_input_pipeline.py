@@ -18,6 +18,10 @@ in the functional model graph is model code, not input preprocessing):
   applications`), and the arguments of `tf.data.Dataset.from_tensor_slices` /
   `from_tensors`; a cast counts when it is in the argument or in an assignment whose
   variable flows into it (up to four assignments back).
+
+Of those casts, only the ones whose float16 value is then computed with on the CPU are
+float16 *arithmetic* in the input pipeline (`rules/_float16_arithmetic.py`): a final cast
+(as a model's float16 `Input` wants, or to halve the host-to-device copy) is not.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from mplint.analysis.names import dotted_name
 from mplint.facts.policy import DTYPE_CONSTANTS
 
 from mplint.facts.float16_code import CASTS
+
+from ._float16_arithmetic import Float16Arithmetic, scales_integers
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -69,6 +75,8 @@ PARTIAL = frozenset({"functools.partial"})
 # Methods only tf.data datasets have (pandas, NumPy and Hugging Face datasets do not).
 TF_DATA_METHODS = frozenset({"prefetch", "padded_batch", "unbatch", "interleave", "with_options"})
 FLOW_DEPTH = 4
+# Declarations of a model input's dtype: a float16 one makes float16 data what the model wants.
+INPUT_DECLARATIONS = {"keras.Input": 2, "keras.layers.Input": 2, "keras.layers.InputLayer": None, "tensorflow.TensorSpec": 1}
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,7 @@ class Float16Cast:
     call: cst.Call
     dtype: cst.BaseExpression  # the expression that names float16 (fix target)
     context: str  # "a Dataset.map function", "data passed to `fit`", "data for a tf.data dataset"
+    arithmetic: str  # what computes with the float16 value: "`/` after the cast", ...
 
 
 class InputPipeline:
@@ -107,18 +116,33 @@ class InputPipeline:
         return dtype if facts.policy.policy_names(dtype) == frozenset({"float16"}) else None
 
     def casts(self) -> Iterator[Float16Cast]:
+        """float16 casts in input pipelines whose value is then computed with on the CPU."""
         seen: set[int] = set()
-        for call in self._calls_in(self._map_functions()):
-            dtype = self.float16_cast(call)
-            if dtype is not None and id(call) not in seen:
-                seen.add(id(call))
-                yield Float16Cast(call, dtype, "a Dataset.map function")
+        arithmetic = Float16Arithmetic(self.facts)
+        candidates = [(call, "a Dataset.map function") for call in self._calls_in(self._map_functions())]
         for expr, use, context in self._training_data():
-            for call in self._flowing_casts(expr, use, 0, set()):
-                dtype = self.float16_cast(call)
-                if dtype is not None and id(call) not in seen:
-                    seen.add(id(call))
-                    yield Float16Cast(call, dtype, context)
+            candidates += [(call, context) for call in self._flowing_casts(expr, use, 0, set())]
+        for call, context in candidates:
+            dtype = self.float16_cast(call)
+            if dtype is None or id(call) in seen:
+                continue
+            seen.add(id(call))
+            if scales_integers(self.facts, call):
+                yield Float16Cast(call, dtype, context, "the conversion scales integer images in float16")
+                continue
+            operation = arithmetic.after(call)
+            if operation is not None:
+                yield Float16Cast(call, dtype, context, f"{operation} after the cast")
+
+    def declares_float16_input(self) -> bool:
+        """Whether the module declares a float16 model input (`Input(dtype="float16")`,
+        `tf.TensorSpec(..., tf.float16)`): float16 data is then what the model expects."""
+        for name, position in INPUT_DECLARATIONS.items():
+            for call in self.facts.calls_to(name):
+                dtype = arg_value(call, position, "dtype")
+                if dtype is not None and self.facts.policy.policy_names(dtype) == frozenset({"float16"}):
+                    return True
+        return False
 
     def _calls_in(self, roots: list[cst.CSTNode]) -> Iterator[cst.Call]:
         for root in roots:

@@ -135,6 +135,7 @@ class UnscaledCustomLoop(Rule):
     """
 
     code = "MP201"
+    depends_on_target = True
     name = "unscaled-custom-loop"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -272,6 +273,7 @@ class GradientOfUnscaledLoss(Rule):
     """
 
     code = "MP202"
+    depends_on_target = True
     name = "gradient-of-unscaled-loss"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -361,6 +363,7 @@ class GradientsNotUnscaled(Rule):
     """
 
     code = "MP203"
+    depends_on_target = True
     name = "gradients-not-unscaled"
     severity = Severity.ERROR
     fix_availability = FixAvailability.ALWAYS

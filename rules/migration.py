@@ -20,7 +20,7 @@ from mplint.facts.training import (
     LSO_EXPERIMENTAL,
     TrainingLoops,
 )
-from mplint.rule import Change, FixGroup, InsertAfter, InsertBefore, Replace, ReplaceText, Rule
+from mplint.rule import Change, FixGroup, FixPlan, InsertAfter, InsertBefore, Replace, ReplaceText, Rule
 
 from ._scaling_edits import (
     KERAS_BUILDERS,
@@ -34,6 +34,8 @@ from ._scaling_edits import (
     sets_mixed_float16,
     unscale_gradients,
 )
+from ._tf1_code import KERAS, LEGACY, V1, is_tf1_graph_code, optimizer_family
+from ._version_guards import old_tensorflow_only
 
 EXPERIMENTAL = "keras.mixed_precision.experimental"
 RENAMED = {"set_policy": "set_global_policy"}
@@ -146,6 +148,15 @@ def _replace_arg(call: cst.Call, arg: cst.Arg, keywords: list[tuple[str, cst.Bas
     return call.with_changes(args=args)
 
 
+class MigrationRule(Rule):
+    """An MP4xx rule: nothing is reported in code that runs only on an older TensorFlow
+    (a version check or an ImportError/AttributeError fallback keeps the old API there)."""
+
+    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None) -> None:
+        if not old_tensorflow_only(self.facts, node):
+            super().report(node, message, fix=fix, severity=severity)
+
+
 # -- names ----------------------------------------------------------------------------------
 
 def without_experimental(facts, expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -168,7 +179,7 @@ def _uses_experimental_chain(facts, expr: cst.BaseExpression) -> bool:
     return False
 
 
-class ExperimentalMixedPrecisionApi(Rule):
+class ExperimentalMixedPrecisionApi(MigrationRule):
     """## What it does
     Finds the TF 2.1–2.3 experimental Keras mixed-precision API: imports of
     `tf.keras.mixed_precision.experimental` (also `from ... import experimental as
@@ -178,10 +189,14 @@ class ExperimentalMixedPrecisionApi(Rule):
     reads of `policy.loss_scale`.
 
     ## Why is this bad?
-    TensorFlow 2.4 made the API stable and 2.21 removed the experimental one: the import
-    raises ImportError, `tf.keras.mixed_precision.experimental` AttributeError, and
-    `Policy(..., loss_scale=...)` TypeError. Old tutorials and repositories are full of
-    it.
+    TensorFlow 2.4 made the API stable and deprecated the experimental one; TF 2.9 removed
+    it: the import raises ImportError and `tf.keras.mixed_precision.experimental`
+    AttributeError (also with tf-keras). A loss scale given to the stable API fails too:
+    `Policy(name, loss_scale)` raises TypeError, `LossScaleOptimizer(opt, loss_scale=...)`
+    TypeError in Keras 2 and ValueError in Keras 3. Messages name what the file's Keras
+    target sees. Old tutorials and repositories are full of this API; code that uses it
+    only where TensorFlow is older than 2.4 (`if version.parse(tf.__version__) < ...`,
+    an `except ImportError` fallback) is left alone.
 
     ## Example
     ```python
@@ -217,6 +232,7 @@ class ExperimentalMixedPrecisionApi(Rule):
     """
 
     code = "MP401"
+    depends_on_target = True
     name = "experimental-mixed-precision-api"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -225,6 +241,13 @@ class ExperimentalMixedPrecisionApi(Rule):
     def keras2(self) -> bool:
         """The file targets Keras 2 (decided only when a finding needs it)."""
         return self.facts.target.is_keras2
+
+    def removed(self, error: str) -> str:
+        """What happens to the experimental API on the file's target: Keras 3 code runs on
+        TF 2.16+, Keras 2 code may still run on TF 2.4-2.8, where it was only deprecated."""
+        if self.keras2:
+            return f"is deprecated since TF 2.4 and was removed in TF 2.9 ({error} from then on, tf-keras included)"
+        return f"was removed (TF 2.21: {error})"
 
     def check(self) -> None:
         self._handled_reads: set[int] = set()
@@ -259,7 +282,7 @@ class ExperimentalMixedPrecisionApi(Rule):
                     # `import tensorflow.keras.mixed_precision.experimental as mp`
                     text = f"from {parent} import {last} as {alias.asname.name.value}"
                     fix = self.fix(f"Import `{parent}.{last}`", [ReplaceText(node, text)])
-                self.report(node, f"`{module}` was removed (TF 2.21: ImportError); use `{module.rpartition('.')[0]}`", fix=fix)
+                self.report(node, f"`{module}` {self.removed('ImportError')}; use `{module.rpartition('.')[0]}`", fix=fix)
 
     def _import_experimental_module(self, node: cst.ImportFrom, alias: cst.ImportAlias, module: str) -> None:
         """`from tensorflow.keras.mixed_precision import experimental as mixed_precision`."""
@@ -271,7 +294,7 @@ class ExperimentalMixedPrecisionApi(Rule):
             fix = self.fix(f"Import `{module}`", [ReplaceText(node, text)])
         self.report(
             node,
-            f"`{module}.experimental` was removed (TF 2.21: ImportError); import `{module}` itself",
+            f"`{module}.experimental` {self.removed('ImportError')}; import `{module}` itself",
             fix=fix,
         )
 
@@ -296,7 +319,7 @@ class ExperimentalMixedPrecisionApi(Rule):
         text = f"from {parent} import {', '.join(names)}"
         self.report(
             node,
-            f"`{module}` was removed (TF 2.21: ImportError); import from `{parent}`"
+            f"`{module}` {self.removed('ImportError')}; import from `{parent}`"
             + (" (`set_policy` is `set_global_policy`)" if renames else ""),
             fix=self.fix(f"Import from `{parent}`", [ReplaceText(node, text), *renames]),
         )
@@ -316,6 +339,18 @@ class ExperimentalMixedPrecisionApi(Rule):
     def _new_func(self, call: cst.Call) -> cst.BaseExpression:
         return without_experimental(self.facts, call.func)
 
+    def _loss_scale_argument(self, call: cst.Call, arg: cst.Arg, what: str, error: str) -> str:
+        """Why a TF 2.1-2.3 loss scale given to `Policy` / `LossScaleOptimizer` fails, as the
+        call is written: through the experimental module (which fails first, where it is
+        named) or through the stable one (which refuses the argument with `error`)."""
+        facts = self.facts
+        written = "`loss_scale=`" if arg.keyword is not None else f"positional `{code(facts, arg.value)}`"
+        if not (facts.qualified(call.func) or "").startswith(EXPERIMENTAL + "."):
+            return f"`{what}` takes no loss scale since TF 2.4 ({written}: {error})"
+        if _uses_experimental_chain(facts, call.func):
+            return f"`{code(facts, call.func)}` {self.removed('AttributeError')}; a current `{what}` takes no loss scale ({written})"
+        return f"the experimental `{what}` (TF 2.1-2.8) takes a loss scale ({written}); a current `{what}` does not"
+
     def _policy_call(self, call: cst.Call) -> None:
         facts = self.facts
         arg = get_arg(call, 1, "loss_scale")
@@ -324,12 +359,12 @@ class ExperimentalMixedPrecisionApi(Rule):
         self._handled_calls.add(id(call))
         new_call = without_arg(call, arg).with_changes(func=self._new_func(call))
         scale = loss_scale_of(facts, arg.value)
-        message = "`Policy(..., loss_scale=...)` was removed in TF 2.4 (TF 2.21: TypeError)"
+        message = self._loss_scale_argument(call, arg, "Policy", "TypeError")
         if scale is None:
             self.report(call, message + "; this loss scale cannot be mapped, set it on a LossScaleOptimizer")
             return
         if scale.kind == "dynamic" and scale.initial is None and scale.growth is None:
-            self.report(call, message + ": dynamic loss scaling is the default",
+            self.report(call, message + "; dynamic loss scaling is the default",
                         fix=self.fix("Drop the dynamic `loss_scale`", [Replace(call, new_call)]))
             return
         # A fixed or customised scale: it only ever applied to Model.fit.
@@ -424,7 +459,7 @@ class ExperimentalMixedPrecisionApi(Rule):
         if arg is None:
             return  # the chain itself is reported by _check_chains
         self._handled_calls.add(id(call))
-        message = "`LossScaleOptimizer(opt, loss_scale=...)` is the TF 2.1-2.3 API (TF 2.21: TypeError)"
+        message = self._loss_scale_argument(call, arg, "LossScaleOptimizer", "TypeError" if self.keras2 else "ValueError")
         scale = loss_scale_of(facts, arg.value)
         if scale is None:
             self.report(call, message + "; this loss scale cannot be mapped")
@@ -459,14 +494,16 @@ class ExperimentalMixedPrecisionApi(Rule):
                     target, new = node, node.value
                 self.report(
                     target,
-                    f"`{code(facts, target)}` was removed (TF 2.21: AttributeError); use `{code(facts, new)}`",
+                    f"`{code(facts, target)}` {self.removed('AttributeError')}; use `{code(facts, new)}`",
                     fix=self.fix(f"Use `{code(facts, new)}`", [Replace(target, new)]),
                 )
             elif node.attr.value in RENAMED and facts.qualified(node) in SET_POLICY_OLD and not _uses_experimental_chain(facts, node):
                 new_name = RENAMED[node.attr.value]
+                experimental = (facts.qualified(node) or "").startswith(EXPERIMENTAL + ".")
                 self.report(
                     node,
-                    f"`{node.attr.value}` is `{new_name}` since TF 2.4 (TF 2.21: AttributeError)",
+                    f"`{node.attr.value}` is `{new_name}` since TF 2.4" + ("" if experimental else
+                    f" (the stable `mixed_precision` module never had `{node.attr.value}`: AttributeError)"),
                     fix=self.fix(f"Use `{new_name}`", [ReplaceText(node.attr, new_name)]),
                 )
 
@@ -485,7 +522,11 @@ class ExperimentalMixedPrecisionApi(Rule):
                     owner = facts.index.parent_of(holder)
                     if isinstance(owner, cst.Call) and id(owner) in self._handled_calls:
                         continue  # mapped with the Policy / LossScaleOptimizer it is passed to
-            message = f"`{code(facts, node)}` was removed (TF 2.21: AttributeError)"
+            if is_tf1_graph_code(facts):
+                self.report(node, f"`{code(facts, node)}` is TF 1.x's loss-scale class (deprecated): TF 2.21 has it only as "
+                                  f"`tf.compat.v1.mixed_precision.{LOSS_SCALES_GONE[qualified]}`", severity=Severity.INFO)
+                continue
+            message = f"`{code(facts, node)}` is gone from TF 2.21 (AttributeError)"
             fix = None
             statement = facts.index.statement_of(node)
             assign = facts.index.enclosing(node, cst.Assign)
@@ -523,7 +564,9 @@ class ExperimentalMixedPrecisionApi(Rule):
         for read in self._loss_scale_reads():
             if id(read) in self._handled_reads:
                 continue
-            message = "policies have no `loss_scale` since TF 2.4 (TF 2.21: AttributeError)"
+            message = "policies have no `loss_scale` since TF 2.4 (" + (
+                "AttributeError on a stable policy; experimental ones had it until TF 2.9)" if self.keras2
+                else "TF 2.21: AttributeError)")
             holder = self._loss_scale_holder(read) if self._reads_global_policy(read) else None
             if holder is None:
                 self.report(read, message + "; read it from the LossScaleOptimizer")
@@ -576,7 +619,36 @@ class ExperimentalMixedPrecisionApi(Rule):
         return candidates.pop() if len(candidates) == 1 else None
 
 
-class GraphRewriteApi(Rule):
+def _tf1_rewrite_message(spelled: str, compat: bool, family: str | None) -> str:
+    """MP403 in TF 1.x graph code: deprecated, still running where it can, no drop-in change."""
+    optimizers = "this TF 1.x optimizer" if family == V1 else "TF 1.x (`tf.compat.v1.train`) optimizers"
+    if compat:
+        where = f"{spelled} is deprecated TF 1.x mixed precision, but TF 2.21 still runs it with {optimizers}"
+    else:
+        where = (f"{spelled} is TF 1.x mixed precision (deprecated): TF 2.21 has it only as "
+                 f"`tf.compat.v1.mixed_precision.enable_mixed_precision_graph_rewrite` (this spelling raises "
+                 f"AttributeError there), which still runs with {optimizers}")
+    return (f"{where}; moving off it means moving the model to Keras layers and a Keras optimizer (a mixed_float16 "
+            "policy and a LossScaleOptimizer): there is no drop-in change for TF 1.x graph code")
+
+
+def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, keras2: bool) -> tuple[str, Severity]:
+    """MP403 outside TF 1.x graph code: what TF 2.21 does with this call, and how bad it is."""
+    if not compat:
+        return f"{spelled} is gone from TF 2.21 (AttributeError)", Severity.ERROR
+    if family == LEGACY:
+        return (f"{spelled} is deprecated: it still runs with this Keras 2 legacy optimizer, but raises ValueError "
+                "once a Keras mixed policy is set, and Keras 3 has no legacy optimizers"), Severity.WARNING
+    if family == KERAS:
+        if keras2:
+            return (f"{spelled} rejects the Keras optimizers of TF 2.11+ (ValueError; only `tf.keras.optimizers.legacy` "
+                    "ones pass) and raises ValueError under a Keras mixed policy"), Severity.ERROR
+        return f"{spelled} rejects Keras 3 optimizers (ValueError)", Severity.ERROR
+    return (f"{spelled} is deprecated: it accepts only TF 1.x and Keras 2 legacy optimizers (ValueError for other "
+            "Keras optimizers)"), Severity.WARNING
+
+
+class GraphRewriteApi(MigrationRule):
     """## What it does
     Finds `enable_mixed_precision_graph_rewrite` under every spelling
     (`tf.train.experimental`, `tf.compat.v1.train.experimental`,
@@ -584,11 +656,25 @@ class GraphRewriteApi(Rule):
     `TF_ENABLE_AUTO_MIXED_PRECISION` set in code.
 
     ## Why is this bad?
-    TensorFlow 2.21 has no `tf.train.experimental.enable_mixed_precision_graph_rewrite`
-    (AttributeError); the `tf.compat.v1` one remains but rejects Keras optimizers
-    (ValueError) and cannot be combined with a Keras mixed policy. The Keras
-    mixed-precision API replaces both: a `mixed_float16` global policy set before the
-    model is built, and a `LossScaleOptimizer`.
+    The graph rewrite is TF 1.x-era mixed precision, deprecated since TF 2.4. What
+    TensorFlow 2.21 does with it depends on the code:
+
+    * Keras code: `tf.train.experimental.enable_mixed_precision_graph_rewrite` is gone
+      (AttributeError); the `tf.compat.v1` one rejects Keras 3 optimizers and tf-keras's
+      current ones (ValueError; only `tf.keras.optimizers.legacy` ones pass) and, under
+      Keras 2, a Keras mixed policy (ValueError). The Keras mixed-precision API replaces
+      it: a `mixed_float16` policy set before the model is built, and a
+      `LossScaleOptimizer`. Reported as an error.
+    * TF 1.x graph code (estimators, sessions, `tf.compat.v1`), whose optimizer is a
+      `tf.compat.v1.train` optimizer, a subclass of one or a Horovod/TPU-wrapped one: the
+      `tf.compat.v1` rewrite still runs. It is deprecated, not broken, and there is no
+      drop-in replacement: Keras optimizers have no TF 1.x `minimize(global_step=...)`,
+      and a Keras policy does nothing for `tf.layers`/`tf.compat.v1` ops. Reported as
+      info, without a fix.
+    * `TF_ENABLE_AUTO_MIXED_PRECISION` is a switch of NVIDIA's NGC TensorFlow 1.x
+      containers; TensorFlow 2.21 ignores it, so Keras code that relies on it trains in
+      float32 (a warning, with the policy as fix). In TF 1.x graph code it is reported
+      as info.
 
     ## Example
     ```python
@@ -623,10 +709,12 @@ class GraphRewriteApi(Rule):
     (`os.environ["TF_ENABLE_AUTO_MIXED_PRECISION"] = "1"`) becomes the policy in its
     place, so its own `if` stays around it; a conditional value (`"1" if args.amp else
     "0"`) becomes `if args.amp:` around the policy. TF 1.x optimizers
-    (`tf.compat.v1.train.*Optimizer`) are reported without a fix.
+    (`tf.compat.v1.train.*Optimizer`) and TF 1.x graph code are
+    reported without a fix.
     """
 
     code = "MP403"
+    depends_on_target = True
     name = "graph-rewrite-api"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -642,30 +730,32 @@ class GraphRewriteApi(Rule):
         loops = facts.analysis(TrainingLoops)
         keras2 = facts.target.is_keras2
         qualified = facts.qualified(call.func) or ""
-        if qualified.startswith("tensorflow.compat.v1."):
-            message = (f"`{qualified.replace('tensorflow.', 'tf.', 1)}` rejects Keras optimizers (ValueError) and cannot "
-                       "be combined with a Keras mixed policy")
-        else:
-            message = f"`{qualified.replace('tensorflow.', 'tf.', 1)}` was removed (TF 2.21: AttributeError)"
+        spelled = f"`{qualified.replace('tensorflow.', 'tf.', 1)}`"
+        compat = qualified.startswith("tensorflow.compat.v1.")
         optimizer = arg_value(call, 0, "opt")
+        family = optimizer_family(facts, optimizer)
+        if family == V1 or (family is None and is_tf1_graph_code(facts)):
+            self.report(call, _tf1_rewrite_message(spelled, compat, family), severity=Severity.INFO)
+            return
+        message, severity = _keras_rewrite_message(spelled, compat, family, keras2)
         scale = loss_scale_of(facts, arg_value(call, 1, "loss_scale")) if get_arg(call, 1, "loss_scale") else LossScale("dynamic")
         info = loops.evaluate(optimizer) if optimizer is not None else None
         if optimizer is None or scale is None or (info is not None and info.kind == "v1"):
             why = "a TF 1.x optimizer" if info is not None and info.kind == "v1" else "these arguments"
-            self.report(call, f"{message}; use the Keras mixed-precision API (no automatic fix for {why})")
+            self.report(call, f"{message}; use the Keras mixed-precision API (no automatic fix for {why})", severity=severity)
             return
         hint = optimizer if isinstance(optimizer, cst.Call) else call
         policy = set_mixed_float16(facts, hint)
         spelling = mixed_precision_module(facts, hint, at=call)
         if policy is None or spelling is None:
-            self.report(call, f"{message}; use the Keras mixed-precision API")
+            self.report(call, f"{message}; use the Keras mixed-precision API", severity=severity)
             return
         module, extra = spelling
         guard = guard_of(facts.index, call)
         if policy and guard:
             policy, why = self._guarded_policy(call, guard, hint)
             if policy is None:
-                self.report(call, f"{message}; use the Keras mixed-precision API (no fix: {why})")
+                self.report(call, f"{message}; use the Keras mixed-precision API (no fix: {why})", severity=severity)
                 return
             extra = [c for c in extra if c not in policy]
         parent = facts.index.parent_of(call)
@@ -673,7 +763,7 @@ class GraphRewriteApi(Rule):
         if isinstance(parent, cst.Expr):
             statement = facts.index.statement_of(call)
             if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-                self.report(call, f"{message}; use the Keras mixed-precision API")
+                self.report(call, f"{message}; use the Keras mixed-precision API", severity=severity)
                 return
             changes.append(remove_statement(facts.index, statement))  # the returned optimizer was not used
         else:
@@ -687,6 +777,7 @@ class GraphRewriteApi(Rule):
             f"{message}; set the mixed_float16 policy before the model is built and wrap the optimizer in a "
             "LossScaleOptimizer" + (f"; {note}" if note else ""),
             fix=self.fix("Use the Keras mixed-precision API", changes, unsafe=True),
+            severity=severity,
         )
 
     def _guarded_policy(self, call: cst.Call, guard: Guard, hint: cst.BaseExpression) -> tuple[list[Change] | None, str]:
@@ -759,8 +850,15 @@ class GraphRewriteApi(Rule):
         text = string_value(value) if value is not None else None
         if text is not None and text.strip().lower() in ("0", "false", ""):
             return
-        message = (f"`{AUTO_MIXED_PRECISION_ENV}` is the graph-rewrite switch: use the Keras mixed-precision API "
-                   "(a mixed_float16 policy; compile and MP201 take care of loss scaling)")
+        if is_tf1_graph_code(facts):
+            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is a switch of NVIDIA's NGC TensorFlow 1.x containers "
+                              "(TensorFlow 2.21 ignores it); this TF 1.x graph code has no Keras model to move to a "
+                              "mixed_float16 policy: keep it for NGC TF 1.x, or port the model to Keras",
+                        severity=Severity.INFO)
+            return
+        message = (f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow 1.x containers: TensorFlow "
+                   "2.21 ignores it and this code trains in float32; set the mixed_float16 policy instead (compile "
+                   "and MP201 take care of loss scaling)")
         statement = facts.index.statement_of(node)
         fix = None
         guard: Guard = []
@@ -774,7 +872,7 @@ class GraphRewriteApi(Rule):
             changes = self._policy_instead_of(statement, guard)
             if changes is not None:
                 fix = self.fix("Set the mixed_float16 policy instead", changes, unsafe=True)
-        self.report(node, message, fix=fix)
+        self.report(node, message, fix=fix, severity=Severity.WARNING)
 
     def _policy_instead_of(self, statement: cst.SimpleStatementLine, guard: Guard) -> list[Change] | None:
         """Replace the statement that sets the environment variable by the policy (under
@@ -800,7 +898,7 @@ class GraphRewriteApi(Rule):
         return [remove_statement(facts.index, statement), InsertAfter(anchor, text)]
 
 
-class LossScaleApiMismatch(Rule):
+class LossScaleApiMismatch(MigrationRule):
     """## What it does
     Finds the other Keras generation's `LossScaleOptimizer` API for the file's target:
     Keras 2 `get_scaled_loss` / `get_unscaled_gradients` and `dynamic=False` under Keras
@@ -859,6 +957,7 @@ class LossScaleApiMismatch(Rule):
     """
 
     code = "MP404"
+    depends_on_target = True
     name = "loss-scale-api-mismatch"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES

@@ -10,6 +10,7 @@ from mplint.facts.policy import PolicySetting, is_policy_constructor, scope_of
 from mplint.rule import Replace, Rule
 
 from mplint.facts.model_graph import ModelGraph
+from ._layer_variables import never_built, owns_no_float_variables, under_variable_creator, untrained_entry_point
 from ._output_fix import OutputFix, half_dtype
 
 PURE_HALF = {"float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
@@ -60,6 +61,17 @@ class Float16Variables(Rule):
     (`set_global_policy`, `set_dtype_policy`, `set_policy`, `set_floatx`) or on a
     layer (`Dense(..., dtype="float16")`).
 
+    Not reported where no float16 variable exists: layers that own no float variables
+    (activations, dropout, reshaping, pooling, merging, `Rescaling`, random augmentation,
+    `Normalization` given its `mean` and `variance`, `Attention` without `use_scale`:
+    the list is checked against Keras 3 and tf-keras), a layer that is only constructed
+    and serialized (never built), and `set_floatx("float16")` inside a
+    `tf.variable_creator_scope` / custom-getter scope (manual mixed precision: float32
+    master variables cast to float16). Reported as info, without a fix, where nothing
+    trains the variables: a non-trainable layer, or a script or test module that never
+    fits, applies gradients or compiles with an optimizer (inference, checkpoint
+    conversion, dtype tests keep float16 weights on purpose).
+
     ## Why is this bad?
     Under a pure float16 policy the layer's *variables* are float16 too, not only its
     computations. Weight updates smaller than float16's resolution (about 1e-3 relative)
@@ -101,8 +113,18 @@ class Float16Variables(Rule):
             if arg is None or not _is_keras_layer_call(self.facts, call):
                 continue
             names = policy.policy_names(arg.value)
-            if names and len(names) == 1 and next(iter(names)) in PURE_HALF:
-                self._report(call, arg.value, next(iter(names)), "layer dtype")
+            if not names or len(names) != 1 or next(iter(names)) not in PURE_HALF:
+                continue
+            if owns_no_float_variables(self.facts, call) or never_built(self.facts, call):
+                continue  # nothing to keep in float16
+            frozen = self.facts.values.resolve(arg_value(call, None, "trainable"))
+            self._report(call, arg.value, next(iter(names)), "layer dtype",
+                         untrained="this layer is not trainable" if frozen is not None and frozen.value is False else None)
+
+    def _untrained(self) -> str | None:
+        """Why nothing here trains the variables, if nothing does."""
+        what = untrained_entry_point(self.facts)
+        return f"{what} trains nothing" if what else None
 
     def _check_setting(self, setting: PolicySetting, what: str) -> None:
         if not setting.names or len(setting.names) != 1:
@@ -111,26 +133,38 @@ class Float16Variables(Rule):
         if name not in PURE_HALF:
             return
         if setting.kind == "floatx":
+            if under_variable_creator(self.facts, setting.call):
+                return  # the creator decides the variables' dtype (float32 masters, cast to float16)
+            untrained = self._untrained()
             self.report(
                 setting.call,
-                f"`set_floatx({name!r})` makes every variable {name}; use the "
-                f"`{PURE_HALF[name]}` policy (set_global_policy) to keep variables in float32",
+                f"`set_floatx({name!r})` makes every variable {name}; " + (
+                    f"{untrained}: fine for inference or conversion, but train with the `{PURE_HALF[name]}` policy"
+                    if untrained else
+                    f"use the `{PURE_HALF[name]}` policy (set_global_policy) to keep variables in float32"),
+                severity=Severity.INFO if untrained else None,
             )
             return
         self._report(setting.call, setting.argument, name, what)
 
-    def _report(self, node: cst.CSTNode, expr: cst.BaseExpression | None, name: str, what: str) -> None:
+    def _report(self, node: cst.CSTNode, expr: cst.BaseExpression | None, name: str, what: str,
+                untrained: str | None = None) -> None:
         mixed = PURE_HALF[name]
-        message = f"{what} {name!r} keeps the variables in {name}; use {mixed!r} (float32 variables, {name} compute)"
+        untrained = untrained or self._untrained()
+        message = f"{what} {name!r} keeps the variables in {name}; " + (
+            f"{untrained}: fine for inference or conversion, but train with {mixed!r} (float32 variables)"
+            if untrained else f"use {mixed!r} (float32 variables, {name} compute)")
         literal = _policy_literal(self.facts, expr)
         fix = None
-        if literal is not None and string_value(literal) == name:
+        if untrained:
+            pass  # kept in float16 on purpose as often as not: no fix to apply blindly
+        elif literal is not None and string_value(literal) == name:
             fix = self.fix(f"Use the {mixed!r} policy", [Replace(literal, quote_like(literal, mixed))], unsafe=True)
         elif isinstance(expr, cst.Attribute) and self.facts.qualified(expr) in (
             f"tensorflow.{name}", f"tensorflow.dtypes.{name}"
         ):
             fix = self.fix(f"Use the {mixed!r} policy", [Replace(expr, cst.SimpleString(f'"{mixed}"'))], unsafe=True)
-        self.report(node, message, fix=fix)
+        self.report(node, message, fix=fix, severity=Severity.INFO if untrained else None)
 
 
 class Float16OnTpu(Rule):
@@ -276,9 +310,11 @@ class Float16ModelOutput(Rule):
             half = half_dtype(self.facts, graph, layer)
             if half is None:
                 continue
+            own = self.facts.policy.layer_policy_names(layer.constructor)
+            where = f"with `dtype={sorted(own)[0]!r}`" if own and len(own) == 1 else "under the mixed policy"
             message = (
-                f"the output of {model.label} is {half} (last layer `{layer.short_name}` under the mixed "
-                "policy): model outputs must be float32"
+                f"the output of {model.label} is {half} (last layer `{layer.short_name}` {where}): model outputs "
+                "must be float32"
             )
             self.report(layer.constructor, message, fix=OutputFix(self, graph, uses).build())
 

@@ -18,6 +18,10 @@ Decisions (also in docs/tensor-cores.md):
 - A model's output layers (their size is the task's) are not reported, and a value they
   share is reported without a fix; a vocabulary-sized output layer is reported (MP304):
   the vocabulary size is a free choice (pad it with unused ids).
+- Code that hides every GPU (`CUDA_VISIBLE_DEVICES` set to "-1" or "" in the same
+  function or at module level, `tf.config.set_visible_devices([], "GPU")`, a
+  `with tf.device("/cpu:0")` block) runs on the CPU, which has no Tensor Cores: nothing
+  is reported there (`rules/_cpu_only.py`). A setting under an `if` keeps the findings.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from mplint.facts.size_sites import (
     AT_MOST, LINEAR, MP301, MP302, MP303, MP304, RECURRENT, TASK_SIZE_NAME, VOCABULARY_NAME,
     SizeSite, TensorCoreSites,
 )
+
+from ._cpu_only import CpuOnly
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -118,9 +124,7 @@ class TensorCoreFindings:
         self.sites: TensorCoreSites = facts.analysis(TensorCoreSites)
         self.multiple = max(1, int(facts.tensor_core_multiple))
         policy = facts.policy
-        self.global_float16 = policy.assumed in _FLOAT16 or any(
-            s.kind == "global" and s.names and (s.names & _FLOAT16) for s in policy.global_settings
-        )
+        self.global_float16 = policy.global_float16_somewhere
         self.by_code: dict[str, list[TensorCoreFinding]] = {}
         if self.global_float16 or policy.float16:
             self._decide()
@@ -186,6 +190,8 @@ class TensorCoreFindings:
         source = edit.single_source if edit is not None else None
         if source is None:
             found.reason = "computed from several values, so the place to round is a choice"
+        elif source.external:
+            found.reason = f"it is defined in {source.where}: round it there"
         elif not isinstance(source.literal, cst.Integer) or literal_number(source.literal) != edit.value:  # type: ignore[union-attr]
             found.reason = "the value is not written as an integer literal"
         elif id(source.literal) in output_literals:
@@ -202,7 +208,10 @@ class TensorCoreFindings:
         index = self.facts.index
         wanted: list[cst.CSTNode] = []
         for item in pending:
-            wanted.extend(s.literal for s in item.site.value.sources if not index.contains(item.site.call, s.literal))
+            wanted.extend(
+                s.literal for s in item.site.value.sources
+                if not s.external and not index.contains(item.site.call, s.literal)
+            )
             if item.shared_with is not None:
                 wanted.append(item.shared_with)
         rows: dict[int, int] = {}
@@ -229,7 +238,7 @@ class TensorCoreFindings:
         for source in site.value.sources:
             if self.facts.index.contains(site.call, source.literal):
                 continue
-            where = f"{source.via}{self._at(source.literal, rows)}"
+            where = f"{source.via}, {source.where}" if source.external else f"{source.via}{self._at(source.literal, rows)}"
             if where not in seen:
                 seen.add(where)
                 parts.append(where)
@@ -275,8 +284,10 @@ class _TensorCoreRule(Rule):
 
     def check(self) -> None:
         findings = self.facts.analysis(TensorCoreFindings)
+        cpu_only = self.facts.analysis(CpuOnly)
         for finding in findings.by_code.get(self.code, []):
-            self.report(finding.node, finding.message, fix=finding.fix)
+            if not cpu_only.covers(finding.node):  # no GPU, no Tensor Cores to feed
+                self.report(finding.node, finding.message, fix=finding.fix)
 
 
 class UnitsNotMultiple(_TensorCoreRule):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from mplint.runner import load_document
+from mplint.source import load_document
 from tests.conftest import ROOT
 
 
@@ -25,6 +25,8 @@ def test_fix_everything_and_compile(mplint_process, tmp_path):
         if path.suffix not in (".py", ".ipynb"):
             continue
         doc = load_document(str(path), path.read_bytes())
+        if doc.text.startswith("# Does not parse, on purpose"):
+            continue  # a broken module of a fixture project (the index must skip it)
         compile(doc.text, str(path), "exec", doc.compile_flags())
         compiled += 1
     assert compiled >= len(list((ROOT / "fixtures").rglob("*.py")))

@@ -7,7 +7,7 @@ import pytest
 from mplint.codes import RULES
 from mplint.engine import check_document, lint
 from mplint.prefilter import needs_parse
-from mplint.runner import load_document
+from mplint.source import load_document
 from tests.fixture_cases import Case, cases, format_finding, update_requested
 
 ALL_CASES = cases()

@@ -298,3 +298,22 @@ async def test_percent_encoded_uris_round_trip(client: LanguageClient, tmp_path:
     published = await diagnostics_after(client, lambda: client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))), uri)
     assert list(published.diagnostics) == []
+
+
+async def test_project_facts_and_edits_in_other_buffers(client: LanguageClient, tmp_path: Path):
+    """The policy a script sets reaches a module it calls into; editing the script's
+    buffer (unsaved) checks the open module again."""
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURES / "projects" / "policy_from_script", root, ignore=shutil.ignore_patterns("expected.txt"))
+    layers = root / "trainer" / "layers.py"
+    uri = layers.as_uri()
+    published = await diagnostics_after(client, lambda: open_document(client, layers, layers.read_text()), uri)
+    assert [d.code for d in published.diagnostics] == ["MP301"]
+    train = root / "train.py"
+    text = train.read_text()
+    train_uri = open_document(client, train, text)
+    without_policy = text.replace('keras.mixed_precision.set_global_policy("mixed_float16")', "pass")
+    published = await diagnostics_after(client, lambda: change_document(client, train_uri, 2, without_policy), uri)
+    assert list(published.diagnostics) == []

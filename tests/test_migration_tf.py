@@ -50,6 +50,22 @@ MIGRATIONS = {
     "MP401/policy_loss_scale_fit": ("ImportError", [
         "isinstance(model.optimizer, LSO) and model.optimizer.dynamic is False and scale(model.optimizer) == 1024.0",
     ]),
+    "MP401/positional_loss_scale": ("AttributeError", [
+        "isinstance(optimizer, LSO) and int(optimizer.iterations) == 1",
+    ]),
+    "MP401/stable_api_loss_scale": ("TypeError", [
+        "isinstance(optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
+    ]),
+    "MP401/stable_api_loss_scale_keras2": ("TypeError", [
+        "isinstance(optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
+    ]),
+    "MP401/string_version_check": ("AttributeError", [
+        "model.layers[0].compute_dtype == 'float16'",
+    ]),
+    "MP403/legacy_optimizer_keras2": (None, [
+        "isinstance(opt, LSO) and model.layers[0].compute_dtype == 'float16'",
+        "int(opt.iterations) == 1",
+    ]),
     "MP403/api_page_tf115": ("AttributeError", [
         "isinstance(opt, LSO) and model.layers[0].compute_dtype == 'float16'",
     ]),
@@ -102,6 +118,8 @@ MIGRATIONS = {
 }
 # What the originals that do not fail get wrong (checked on the original run).
 ORIGINAL_CHECKS = {
+    # the rewrite runs with a Keras 2 legacy optimizer, and the layers stay float32
+    "MP403/legacy_optimizer_keras2": ["model.layers[0].compute_dtype == 'float32'"],
     "MP403/env_var": ["model.layers[0].compute_dtype == 'float32' and not isinstance(model.optimizer, LSO)"],
     "MP403/env_var_conditional_value": ["model.layers[0].compute_dtype == 'float32'"],
     "MP403/notebook_switch_before_import": ["policy() == 'float32'"],
@@ -212,6 +230,7 @@ def raises(kind, function, *args):
 
 def run(job):
     keras.backend.clear_session()
+    tf.compat.v1.mixed_precision.disable_mixed_precision_graph_rewrite()
     keras.mixed_precision.set_global_policy("float32")
     os.environ.pop("TF_ENABLE_AUTO_MIXED_PRECISION", None)
     keras.utils.set_random_seed(0)

@@ -41,18 +41,24 @@ def creation_line():
     return None
 
 
-original_layer_init = keras.layers.Layer.__init__
-def layer_init(self, *args, **kwargs):
-    original_layer_init(self, *args, **kwargs)
-    created.setdefault(id(self), creation_line())
-    if isinstance(self, keras.Model):
-        models.append(self)
-keras.layers.Layer.__init__ = layer_init
+def hook(family):
+    original = family.layers.Layer.__init__
+    def layer_init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        created.setdefault(id(self), creation_line())
+        if isinstance(self, family.Model):
+            models.append(self)
+    family.layers.Layer.__init__ = layer_init
+    family.mixed_precision.set_global_policy("float32")
 
-keras.mixed_precision.set_global_policy("float32")
+
+hook(keras)
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras
+    hook(tf_keras)
 if PATH.endswith("_test.py"):
     import pytest
-    code = pytest.main([PATH, "-q", "-p", "no:cacheprovider", "-p", "no:randomly"])
+    code = pytest.main([PATH, "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore"])
     assert code == 0, f"the fixture's tests failed ({code})"
 elif PATH.endswith(".ipynb"):
     cells = [c for c in json.load(open(PATH))["cells"] if c["cell_type"] == "code"]
@@ -84,7 +90,8 @@ def _runtime_outputs(case: Case, tmp_path: Path) -> dict[int, set[str]]:
     path = tmp_path / case.input.name
     path.write_bytes(case.input.read_bytes())
     code = f"PATH = {str(path)!r}\n" + _CHILD
-    (result,) = run_tf(code, keras=3, cwd=str(tmp_path))
+    keras = 2 if "tf_keras" in case.source() or case.options().get("target") == "keras2" else 3
+    (result,) = run_tf(code, keras=keras, cwd=str(tmp_path))
     found: dict[int, set[str]] = {}
     for line, dtype in result["outputs"]:
         found.setdefault(line, set()).add(dtype)

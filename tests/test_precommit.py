@@ -47,7 +47,7 @@ FLOAT16_INPUTS = (
     "\n"
     "\n"
     "def from_arrays(images, labels):\n"
-    "    return tf.data.Dataset.from_tensor_slices((images.astype(np.float16), labels))\n"
+    "    return tf.data.Dataset.from_tensor_slices((images.astype(np.float16) / 255.0, labels))\n"
 )
 FIXED_INPUTS = FLOAT16_INPUTS.replace("np.float16", "np.float32")
 

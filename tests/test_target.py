@@ -162,7 +162,8 @@ def test_search_for_pins_stops_at_the_repository_root(tmp_path):
     write(tmp_path / "requirements.txt", "tensorflow<2.16\n")
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
-    assert project_root(str(repo)) is None
+    assert project_root(str(repo)) == str(repo)  # its own root: pins above it are not its own
+    assert project_pins(str(repo)) is None
 
 
 # -- 5. installed versions, 6. default --------------------------------------------------------
@@ -227,10 +228,13 @@ def test_verbose_shows_the_target_decided_from_pins(cli, project, installed):
     installed({"tensorflow": "2.21.0"})
     write(project / "requirements.txt", "tensorflow==2.15.0\n")
     write(project / "pkg" / "train.py", LOOP)
-    write(project / "pkg" / "legacy.py", "import tf_keras\n" + LOOP)
     result = cli(["--no-cache", "--verbose", "pkg"], cwd=project)
     assert "pkg/train.py: target keras2 (requirements.txt pins tensorflow==2.15.0 (Keras 2 era)); policy mixed_float16 (set in the file)" in result.stderr
+    # Another module of the project that imports tf_keras says more than the pins.
+    write(project / "pkg" / "legacy.py", "import tf_keras\n" + LOOP)
+    result = cli(["--no-cache", "--verbose", "pkg"], cwd=project)
     assert "pkg/legacy.py: target keras2 (the file imports tf_keras)" in result.stderr
+    assert "pkg/train.py: target keras2 (the project: pkg/legacy.py imports tf_keras)" in result.stderr
 
 
 def test_verbose_shows_the_installed_and_default_targets(cli, project, installed):
@@ -261,3 +265,95 @@ def test_target_changes_the_fix(cli, project, installed):
     project_pins.cache_clear()
     keras2 = cli(["--no-cache", "--diff", "--unsafe-fixes", "pkg"], cwd=project)
     assert "optimizer.get_scaled_loss(loss)" in keras2.stdout and "optimizer.get_unscaled_gradients(" in keras2.stdout
+
+
+# -- 6. container images, and packages that pin TensorFlow indirectly ---------------------------
+
+@pytest.mark.parametrize(
+    "dockerfile, keras",
+    [
+        ("ARG FROM_IMAGE_NAME=nvcr.io/nvidia/tensorflow:21.02-tf2-py3\nFROM ${FROM_IMAGE_NAME}\n", "keras2"),
+        ("FROM nvcr.io/nvidia/tensorflow:23.10-tf2-py3\n", "keras2"),
+        ("FROM nvcr.io/nvidia/tensorflow:20.12-tf1-py3\n", "keras2"),
+        ("FROM tensorflow/tensorflow:2.12.0-gpu\n", "keras2"),
+        ("FROM tensorflow/tensorflow:2.17.0-gpu\n", "keras3"),
+    ],
+)
+def test_the_container_image_decides_after_the_pins(project, installed, dockerfile, keras):
+    installed({"tensorflow": "2.21.0"})
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "Dockerfile", dockerfile)
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.assumed) == (keras, False)
+    assert target.reason.startswith("Dockerfile builds on ")
+
+
+def test_a_newer_nvidia_image_says_nothing(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "Dockerfile", "FROM nvcr.io/nvidia/tensorflow:24.10-tf2-py3\n")
+    assert target_of(project / "train.py", TF_ONLY).assumed
+
+
+@pytest.mark.parametrize(
+    "requirement, keras",
+    [
+        ("tensorflow-probability==0.22.1", "keras2"),
+        ("tf-models-official==2.13.1", "keras2"),
+        ("tf-models-official>=2.17", "keras3"),
+        ("tensorflow-text==2.15.0", "keras2"),
+        ("tensorflow-addons==0.21.0", "keras2"),
+    ],
+)
+def test_packages_released_with_tensorflow_pin_it(project, installed, requirement, keras):
+    installed({"tensorflow": "2.21.0"})
+    project_pins.cache_clear()
+    project_root.cache_clear()
+    write(project / "requirements.txt", requirement + "\n")
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.assumed) == (keras, False)
+    assert requirement in target.reason
+
+
+def test_only_the_environment_means_an_assumed_target(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    project_pins.cache_clear()
+    project_root.cache_clear()
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.assumed) == ("keras3", True)
+    assert 'set `target = "keras2"` or `"keras3"` in [tool.mplint]' in target.assumption
+
+
+ASSUMED_LOOP = (
+    "import tensorflow as tf\n"
+    "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+    "opt = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.SGD())\n"
+    "model = tf.keras.Sequential([tf.keras.layers.Dense(1, dtype='float32')])\n"
+    "def step(x, y):\n"
+    "    with tf.GradientTape() as tape:\n"
+    "        loss = tf.reduce_mean((model(x) - y) ** 2)\n"
+    "        scaled = opt.get_scaled_loss(loss)\n"
+    "    grads = opt.get_unscaled_gradients(tape.gradient(scaled, model.trainable_variables))\n"
+    "    opt.apply_gradients(zip(grads, model.trainable_variables))\n"
+)
+
+
+def test_an_assumed_target_makes_its_fixes_unsafe_and_says_so(cli, project, installed):
+    import json
+
+    installed({"tensorflow": "2.21.0"})
+    project_pins.cache_clear()
+    project_root.cache_clear()
+    write(project / "train.py", ASSUMED_LOOP)
+    findings = json.loads(cli(["--no-cache", "--output-format", "json", "train.py"], cwd=project).stdout)
+    assert {f["code"] for f in findings} == {"MP404"}
+    for finding in findings:
+        assert "the target is assumed to be Keras 3 (installed tensorflow 2.21.0 (Keras 3))" in finding["message"]
+        assert finding["fix"] is None or finding["fix"]["applicability"] == "unsafe"
+    write(project / "requirements.txt", "tensorflow==2.21.0\n")
+    project_pins.cache_clear()
+    findings = json.loads(cli(["--no-cache", "--output-format", "json", "train.py"], cwd=project).stdout)
+    assert all("assumed" not in f["message"] for f in findings)
+    assert any(f["fix"] and f["fix"]["applicability"] == "safe" for f in findings)

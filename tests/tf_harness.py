@@ -33,8 +33,12 @@ class TFChildError(AssertionError):
     pass
 
 
-def tf_env(keras: int) -> dict[str, str]:
+def tf_env(keras: int, backend: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if backend is not None:  # Keras 3 on another backend (jax, torch): TensorFlow is not imported
+        env["KERAS_BACKEND"] = backend
+    else:
+        env.pop("KERAS_BACKEND", None)
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONHASHSEED"] = "0"
@@ -45,19 +49,22 @@ def tf_env(keras: int) -> dict[str, str]:
     return env
 
 
-def run_tf(code: str, *, keras: int = 3, timeout: float = 600, cwd: str | None = None) -> list:
-    """Run `code` in a child Python with TensorFlow; return every object it emitted."""
+def run_tf(code: str, *, keras: int = 3, timeout: float = 600, cwd: str | None = None,
+           backend: str | None = None) -> list:
+    """Run `code` in a child Python with TensorFlow (or Keras 3 on `backend`); return
+    every object it emitted."""
     script = _PRELUDE + textwrap.dedent(code)
     proc = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=tf_env(keras),
+        env=tf_env(keras, backend),
         cwd=cwd,
     )
     results = [json.loads(line[len(_MARKER):]) for line in proc.stdout.splitlines() if line.startswith(_MARKER)]
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-25:])
-        raise TFChildError(f"TensorFlow child (Keras {keras}) exited {proc.returncode}:\n{tail}")
+        what = f"Keras 3 child on {backend}" if backend else f"TensorFlow child (Keras {keras})"
+        raise TFChildError(f"{what} exited {proc.returncode}:\n{tail}")
     return results

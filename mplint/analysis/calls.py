@@ -66,7 +66,9 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
         args[-1] = last.with_changes(comma=separator)
         args.append(new.with_changes(comma=last.comma))
     else:
-        args.append(new)
+        # The space before `)` (a newline in a multi-line call) stays before `)`.
+        args[-1] = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return call.with_changes(args=args)
 
 

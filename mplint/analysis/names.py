@@ -13,8 +13,12 @@ also assigned locally to something else is not treated as the import.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from mplint.facts.project_context import ProjectContext
 
 # Spellings of the Keras package, longest first.
 _KERAS_PREFIXES = (
@@ -33,6 +37,7 @@ _CONVENTIONAL_ROOTS = {"tf": "tensorflow", "tensorflow": "tensorflow", "keras": 
 
 # Modules whose attributes may be bound to a plain name (`L = tf.keras.layers`).
 _FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras", "numpy")
+_MISSING = object()
 
 
 @lru_cache(maxsize=4096)  # the same few hundred names recur in every module
@@ -101,8 +106,11 @@ class ImportTable:
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
                     else name
                 )
-                self.aliases[local] = f"{module}.{name}" if module else name
-                self.imported_modules.add(f"{module}.{name}")
+                # Relative: `.` * level, then the module path and the name, so `from . import
+                # x` is `.x` and `from .. import x` is `..x` (unambiguous levels).
+                full = f"{module}.{name}" if module.strip(".") else f"{module}{name}"
+                self.aliases[local] = full
+                self.imported_modules.add(full)
 
     def resolve_head(self, name: str) -> str | None:
         return self.aliases.get(name)
@@ -127,6 +135,8 @@ class NameResolver:
         self._all_assignments = all_assignments
         self._cache: dict[int, str | None] = {}
         self._heads: dict[str, str | None] = {}
+        self.project: "ProjectContext | None" = None  # set by the module facts
+        self._reexports: dict[str, object] = {}
 
     def raw(self, node: cst.BaseExpression) -> str | None:
         """Fully qualified name as imported (not canonicalised), or None."""
@@ -176,9 +186,19 @@ class NameResolver:
         return None
 
     def qualified(self, node: cst.BaseExpression) -> str | None:
-        """Canonical qualified name (`keras.layers.Dense`), or None."""
+        """Canonical qualified name (`keras.layers.Dense`), or None. A name of the
+        project that re-exports a framework name (`from .utils import keras`, with
+        `from tensorflow import keras` in utils.py) is that framework name."""
         raw = self.raw(node)
-        return canonical(raw) if raw is not None else None
+        if raw is None:
+            return None
+        if self.project is not None and raw.split(".", 1)[0] not in _FRAMEWORK_ROOTS:
+            mapped = self._reexports.get(raw, _MISSING)
+            if mapped is _MISSING:
+                mapped = self._reexports[raw] = self.project.canonical(raw)
+            if mapped is not None:
+                raw = mapped  # type: ignore[assignment]
+        return canonical(raw)
 
     def call_name(self, call: cst.Call) -> str | None:
         return self.qualified(call.func)

@@ -20,7 +20,12 @@ Only values that are certain are resolved:
   `*args`/`**kwargs` may pass anything, so it counts as passing it);
 - `resolve_cases`: one value per call site when a parameter is passed by the module's
   callers (`build_model(hidden=1020)` reaches `Dense(hidden)` in `build_model`), each
-  labelled with the call it comes from.
+  labelled with the call it comes from;
+- `CFG["hidden"]`, `SIZES[0]`: an element of a dict/list/tuple literal bound once;
+- with a project (`mplint.facts.project_context`): constants imported from other modules
+  of the project (`config.HIDDEN`, `from config import MODEL_CFG`), absl flags defined
+  in another module, and arguments given by callers in other modules. Their sources
+  say where they are written (`Source.where`) and are never edited by a fix.
 Names bound by a comprehension or a lambda shadow constants and are not resolved.
 """
 
@@ -38,6 +43,7 @@ from mplint.analysis.names import dotted_name
 if TYPE_CHECKING:
     from mplint.analysis.names import NameResolver
     from mplint.facts.call_graph import CallGraph
+    from mplint.facts.project_context import ExternalValue, ProjectContext
 
 Number = Union[int, float]
 
@@ -57,6 +63,12 @@ class Source:
     literal: cst.BaseExpression  # the Integer/Float/SimpleString node as written
     via: str  # "literal", "constant HIDDEN", "flag --units default", "parameter units default"
     name: str | None = None  # the constant/flag/parameter name, if any
+    where: str | None = None  # "config.py:3": written in another file (read, never edited)
+
+    @property
+    def external(self) -> bool:
+        """Written in another file of the project: its node is not in this module."""
+        return self.where is not None
 
 
 @dataclass(frozen=True)
@@ -290,8 +302,10 @@ class ValueResolver:
         self._module_classes: dict[str, cst.ClassDef] | None = None
         self._holders: dict[str, list[cst.Call]] | None = None
         self._returns: dict[str, list[cst.BaseExpression]] | None = None
-        # Set by the module facts: the call graph, built only when a case needs it.
+        # Set by the module facts: the call graph, built only when a case needs it, and
+        # what the rest of the project says (None: a file on its own).
         self.call_graph: Callable[[], "CallGraph"] | None = None
+        self.project: "ProjectContext | None" = None
         self._overrides: dict[int, Value] = {}  # parameter reads bound to one call site's value
 
     @property
@@ -317,7 +331,9 @@ class ValueResolver:
             if override is not None:
                 return override
             binding = self.lookup(node)
-            return self._through(binding, depth) if binding is not None else None
+            if binding is not None:
+                return self._through(binding, depth)
+            return self._project_constant(node)
         if isinstance(node, cst.BinaryOperation):
             return self._arithmetic(node, depth)
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
@@ -335,8 +351,64 @@ class ValueResolver:
             return None
         if isinstance(node, cst.Attribute):
             binding = self.lookup_attribute(node)
-            return self._through(binding, depth) if binding is not None else None
+            if binding is not None:
+                return self._through(binding, depth)
+            return self._project_constant(node) or self._project_flag(node)
+        if isinstance(node, cst.Subscript):
+            return self._element(node, depth)
         return None
+
+    # -- other modules of the project --------------------------------------------------
+    def _project_constant(self, node: cst.Name | cst.Attribute) -> Value | None:
+        """A constant another module of the project defines, as this module imports it."""
+        if self.project is None or self.names is None:
+            return None
+        dotted = dotted_name(node)
+        if dotted is None or dotted.split(".", 1)[0] not in self.names.table.aliases:
+            return None  # not a name this module imports
+        raw = self.names.raw(node)
+        if raw is None:
+            return None
+        name = self.project.resolve(raw)
+        found = self.project.constant(name) if name is not None else None
+        return external_value(found) if found is not None else None
+
+    def _project_flag(self, node: cst.Attribute) -> Value | None:
+        """`FLAGS.hidden_size` for an absl flag defined in another module of the project."""
+        if self.project is None or not isinstance(node.value, (cst.Name, cst.Attribute)):
+            return None
+        if node.attr.value in self.flags.defaults or not self.is_flag_namespace(node.value):
+            return None
+        found = self.project.flag_default(node.attr.value)
+        return external_value(found) if found is not None else None
+
+    def _element(self, node: cst.Subscript, depth: int) -> Value | None:
+        """`CFG["hidden"]` / `SIZES[0]` of a dict/list/tuple constant."""
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return None
+        key = self.resolve(node.slice[0].slice.value, depth + 1)
+        if key is None or not isinstance(key.value, (str, int)) or isinstance(key.value, bool):
+            return None
+        container = node.value
+        binding = self.lookup(container) if isinstance(container, cst.Name) else None
+        if binding is not None:
+            element = _element_of(binding.expr, key.value)
+            if element is None:
+                return None
+            label = f"constant {binding.name}[{key.value!r}]"
+            return self._through(_Binding(element, label, binding.name), depth)
+        outer = self.resolve(container, depth + 1)
+        if outer is None or outer.single_source is None or not outer.single_source.external:
+            return None
+        try:
+            value = outer.value[key.value]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            return None
+        source = outer.single_source
+        literal = _literal_node(value)
+        if literal is None:
+            return None
+        return Value(value, (Source(literal, f"{source.via}[{key.value!r}]", source.name, source.where),))
 
     def resolve_cases(self, node: cst.BaseExpression, depth: int = 0) -> list[Value]:
         """Every constant value `node` can have where it is: its one value, or, when it
@@ -361,6 +433,20 @@ class ValueResolver:
                 ))
                 for read, _ in reads:
                     self._overrides[id(read)] = relabelled
+                try:
+                    found = self.resolve(node, depth)
+                finally:
+                    for read, _ in reads:
+                        self._overrides.pop(id(read), None)
+                if found is not None:
+                    cases.append(found)
+        if self.project is not None:
+            for argument in self.project.arguments(self.call_graph().key_of(function), param.name.value):
+                if argument is None or not hasattr(argument, "value"):
+                    continue
+                inner = external_value(argument)  # type: ignore[arg-type]
+                for read, _ in reads:
+                    self._overrides[id(read)] = inner
                 try:
                     found = self.resolve(node, depth)
                 finally:
@@ -659,6 +745,44 @@ class ValueResolver:
                         holders.setdefault(node.value.value, []).append(holder)
             self._holders = holders
         return self._holders.get(name, [])
+
+
+def _element_of(container: cst.BaseExpression, key: object) -> cst.BaseExpression | None:
+    if isinstance(container, cst.Dict) and isinstance(key, str):
+        for element in container.elements:
+            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                    and element.key.evaluated_value == key:
+                return element.value
+        return None
+    if isinstance(container, (cst.List, cst.Tuple)) and isinstance(key, int):
+        elements = container.elements
+        if any(not isinstance(e, cst.Element) for e in elements) or not -len(elements) <= key < len(elements):
+            return None
+        return elements[key].value
+    return None
+
+
+def _literal_node(value: object) -> cst.BaseExpression | None:
+    """A stand-in node for a value written in another file (for labels, never edited)."""
+    if isinstance(value, bool) or value is None:
+        return cst.Name(str(value))
+    if isinstance(value, int):
+        return cst.Integer(str(value)) if value >= 0 else cst.UnaryOperation(cst.Minus(), cst.Integer(str(-value)))
+    if isinstance(value, float):
+        return cst.Float(repr(value)) if value >= 0 else cst.UnaryOperation(cst.Minus(), cst.Float(repr(-value)))
+    if isinstance(value, str):
+        return cst.SimpleString(repr(value))
+    if isinstance(value, (dict, list)):
+        return cst.Name("None")
+    return None
+
+
+def external_value(found: "ExternalValue") -> Value | None:
+    """A value written in another module of the project."""
+    literal = _literal_node(found.value)
+    if literal is None:
+        return None
+    return Value(found.value, (Source(literal, found.label, found.name, found.where),))
 
 
 def target_names(target: cst.BaseExpression) -> set[str]:

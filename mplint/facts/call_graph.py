@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from mplint.analysis.names import dotted_name
-from mplint.policy_inheritance import is_test_file
+from mplint.facts.test_modules import is_test_file
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -41,8 +41,6 @@ _UNITTEST_SETUP = ("setUpClass", "setUp")
 _PYTEST_SETUP_FUNCTION = ("setup_module", "setup_function")
 _PYTEST_SETUP_METHOD = ("setup_module", "setup_class", "setup_method")
 _FIXTURE_DECORATORS = frozenset({"pytest.fixture", "fixture", "pytest.yield_fixture"})
-
-
 @dataclass
 class Entry:
     """How a function nobody calls in the module is run."""
@@ -91,12 +89,32 @@ class CallGraph:
         self._sites: dict[int, list[cst.CSTNode]] = {}
         self._callees: dict[int, list[cst.FunctionDef]] = {}
         self._constructions: dict[int, list[cst.Call]] = {}
+        self._keys: dict[int, str] = {}
+        self.by_key: dict[str, cst.FunctionDef] = {}
+        for function in self.functions:
+            key = self._qualname(function)
+            if key in self.by_key:  # the same name defined twice (`if` branches): number them
+                key = f"{key}#{sum(1 for k in self.by_key if k.split('#')[0] == key)}"
+            self._keys[id(function)] = key
+            self.by_key[key] = function
+        self.class_keys: dict[int, str] = {id(c): self._qualname(c) for c in self.classes}
         self._fixtures: dict[str, cst.FunctionDef] = {
             f.name.value: f for f in self._module_functions.values() if self._is_fixture(f)
         }
         self._resolve_sites()
 
     # -- public ------------------------------------------------------------------
+    def key_of(self, function: cst.FunctionDef) -> str:
+        """The function's qualified name in its module (`Trainer.train_step`,
+        `main.<locals>.step`): how other modules and the project index name it."""
+        return self._keys[id(function)]
+
+    def module_function(self, name: str) -> cst.FunctionDef | None:
+        return self._module_functions.get(name)
+
+    def module_class(self, name: str) -> cst.ClassDef | None:
+        return self._module_classes.get(name)
+
     def sites_of(self, function: cst.FunctionDef) -> list[cst.CSTNode]:
         """Calls and value references in the module that run `function`."""
         return self._sites.get(id(function), [])
@@ -159,6 +177,15 @@ class CallGraph:
     def parameter_names(self, function: cst.FunctionDef) -> list[str]:
         params = function.params
         return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+
+    def _qualname(self, node: cst.FunctionDef | cst.ClassDef) -> str:
+        parts = [node.name.value]
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                parts += ["<locals>", ancestor.name.value]
+            elif isinstance(ancestor, cst.ClassDef):
+                parts.append(ancestor.name.value)
+        return ".".join(reversed(parts))
 
     # -- resolution ----------------------------------------------------------------
     def _resolve_sites(self) -> None:

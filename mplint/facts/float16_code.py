@@ -184,6 +184,7 @@ class Float16Code:
                 names |= set(setting.names)
         if policy.assumed:
             names.add(policy.assumed)
+        names |= policy.from_project[0]
         return names, known
 
     def _find_layer_classes(self) -> set[int]:
@@ -346,7 +347,7 @@ class Float16Code:
         if inner is None or not is_number(inner.value):
             return None
         label = f"attribute self.{expr.attr.value}"
-        sources = tuple(Source(s.literal, label if s.via == "literal" else s.via, s.name) for s in inner.sources)
+        sources = tuple(Source(s.literal, label if s.via == "literal" else s.via, s.name, s.where) for s in inner.sources)
         return Value(-inner.value if negate else inner.value, sources)  # type: ignore[operator]
 
     def _assigned_in_hierarchy(
@@ -423,7 +424,7 @@ class Float16Code:
     def is_wide(self, expr: cst.BaseExpression | None, depth: int = 0) -> bool:
         """Known to compute in float32/float64 (cast first, created float32, or combined
         with such a tensor: TensorFlow does not promote between float dtypes)."""
-        if expr is None or depth > 6:
+        if expr is None or depth > 16:
             return False
         facts = self.facts
         if isinstance(expr, cst.Call):
@@ -436,6 +437,11 @@ class Float16Code:
                 return self.is_wide_dtype(dtype)
             if qualified in DTYPE_PRESERVING:
                 return self.is_wide(arg_value(expr, 0), depth + 1)
+            if qualified is None:
+                # A function of the module whose every return value is float32.
+                callees = facts.call_graph.callees(expr)
+                returns = [r for f in callees for r in self._returns(f)]
+                return bool(callees) and bool(returns) and all(self.is_wide(r, depth + 1) for r in returns)
             return qualified in FLOAT32_BY_DEFAULT
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, ARITHMETIC):
             return self.is_wide(expr.left, depth + 1) or self.is_wide(expr.right, depth + 1)
@@ -446,12 +452,29 @@ class Float16Code:
         if isinstance(expr, cst.Name):
             binding = self.binding_before(expr)
             if binding is None:
-                return False
+                return self._wide_argument(expr, depth)
             node, value = binding
             if isinstance(node, cst.AugAssign):
                 return self.is_wide(node.value, depth + 1) or self._name_wide_before(expr, node, depth)
             return self.is_wide(value, depth + 1)
         return False
+
+    def _wide_argument(self, name: cst.Name, depth: int) -> bool:
+        """A parameter that every call of its function in the module gives a float32
+        tensor (`attention(q, k, v, create_padding_mask(seq))`)."""
+        values = self.facts.values
+        found = values.parameter_of(name)
+        if found is None:
+            return False
+        arguments = [argument for _, argument in values.arguments(*found)]
+        return bool(arguments) and all(self.is_wide(a, depth + 1) for a in arguments)
+
+    def _returns(self, function: cst.FunctionDef) -> list[cst.BaseExpression]:
+        return [
+            node.value for node in self.index.descendants(function)
+            if isinstance(node, cst.Return) and node.value is not None
+            and self.index.enclosing(node, cst.FunctionDef, cst.Lambda) is function
+        ]
 
     def is_wide_dtype(self, dtype: cst.BaseExpression) -> bool:
         """float32/float64 by name, `K.floatx()` or a layer's `self.dtype` (both float32

@@ -783,7 +783,9 @@ class ModelGraph:
             function = self.index.function_of(parent)
             if function is None:
                 return False
-            return any(self._is_component(c, depth + 1) for c in self._calls_of(function.name.value))
+            if any(self._is_component(c, depth + 1) for c in self._calls_of(function.name.value)):
+                return True
+            return self._part_elsewhere(self.facts.call_graph.key_of(function))
         if isinstance(parent, cst.Assign) and parent.value is node:
             for target in parent.targets:
                 t = target.target
@@ -829,7 +831,20 @@ class ModelGraph:
         return False
 
     def _class_is_component(self, classdef: cst.ClassDef) -> bool:
-        return any(self._is_component(call) for call in self._calls_of(classdef.name.value))
+        if any(self._is_component(call) for call in self._calls_of(classdef.name.value)):
+            return True
+        return self._part_elsewhere(self.facts.call_graph.class_keys[id(classdef)])
+
+    def is_part_of_a_model(self, call: cst.Call) -> bool:
+        """Whether the model a call returns is used as a part of another model here (for
+        the modules that define what it calls)."""
+        return self._is_component(call)
+
+    def _part_elsewhere(self, key: str) -> bool:
+        """Another module of the project uses what this function (or class) builds as a
+        part of its model (`x = blocks.head()(x)`)."""
+        project = self.facts.project
+        return project is not None and project.used_as_part(key)
 
     def _calls_of(self, name: str) -> list[cst.Call]:
         """Calls of a plain name (`build_model(...)`, `Classifier(...)`)."""

@@ -21,7 +21,9 @@ from mplint.analysis.values import Bindings, ValueResolver
 from mplint.facts.policy import PolicyFacts
 
 if TYPE_CHECKING:
+    from mplint.facts.backend import Backend, Evidence
     from mplint.facts.call_graph import CallGraph
+    from mplint.facts.project_context import ProjectContext
 from mplint.facts.target import Target, decide_target
 
 T = TypeVar("T")
@@ -37,20 +39,25 @@ class ModuleFacts:
         configured_target: str = "auto",
         assumed_policy: str | None = None,
         tensor_core_multiple: int = 8,
-        inherited_policy: str | None = None,
+        project: "ProjectContext | None" = None,
+        project_backend: "list[Evidence] | None" = None,
     ) -> None:
         self.module = module
         self.text = text
         self.path = path
         self.configured_target = configured_target
-        self.assumed_policy = assumed_policy or inherited_policy
+        self.assumed_policy = assumed_policy
         self.tensor_core_multiple = tensor_core_multiple
+        self.project = project  # what the rest of the project says about this module
+        self.project_backend = project_backend  # None: read from the file's folders
         self.index = ModuleIndex(module)
         self.bindings = Bindings(self.index)
         self.imports = ImportTable(self.index.nodes(cst.Import), self.index.nodes(cst.ImportFrom))
         self.names = NameResolver(self.imports, self.bindings.module_values, self.bindings.all_values)
+        self.names.project = project
         self.values = ValueResolver(self.index, self.bindings, self.names)
         self.values.call_graph = lambda: self.call_graph
+        self.values.project = project
         self._analyses: dict[object, object] = {}
         self._calls_by_name: dict[str, list[cst.Call]] | None = None
 
@@ -83,7 +90,15 @@ class ModuleFacts:
             qualified = self.names.qualified(node)
             if qualified is not None:
                 used.add(qualified)
-        return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path)
+        project = self.project.target() if self.project is not None else None
+        return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project)
+
+    @cached_property
+    def backend(self) -> "Backend":
+        """The Keras 3 backend the module runs on, and why (mplint.facts.backend)."""
+        from mplint.facts.backend import backend_of
+
+        return backend_of(self, self.project_backend)
 
     def analysis(self, factory: Callable[["ModuleFacts"], T]) -> T:
         """A family-specific analysis, computed once per module and shared by its rules."""

@@ -279,9 +279,10 @@ class PolicyFacts:
     @cached_property
     def flow(self) -> "PolicyFlow":
         """The global policy in effect at each place (mplint.facts.policy_flow)."""
-        from mplint.facts.policy_flow import DEFAULT, PolicyFlow
+        from mplint.facts.entries import module_entry
+        from mplint.facts.policy_flow import PolicyFlow
 
-        return PolicyFlow(self._facts, self, frozenset({self.assumed or DEFAULT}))
+        return PolicyFlow(self._facts, self, module_entry(self.assumed))
 
     def global_at(self, node: cst.CSTNode) -> frozenset[str]:
         """The global policies that can be in effect when `node` runs."""
@@ -293,6 +294,14 @@ class PolicyFacts:
         function called earlier or a caller), or assumed for the module. A place that
         runs only before every mixed setting, or after a reset, is not mixed."""
         return any(n in MIXED_POLICIES for n in self.global_at(node))
+
+    @property
+    def global_float16_somewhere(self) -> bool:
+        """Whether a float16 policy can be the global one anywhere in the module (set
+        here, assumed, or brought by the project): the cheap gate before `..._at`."""
+        if self.assumed in FLOAT16_POLICIES or any(n in FLOAT16_POLICIES for n in self.from_project[0]):
+            return True
+        return any(s.kind == "global" and s.names and (s.names & set(FLOAT16_POLICIES)) for s in self.global_settings)
 
     def global_float16_at(self, node: cst.CSTNode) -> bool:
         """Whether layers created at `node` without a `dtype=` can compute in float16."""
@@ -312,12 +321,23 @@ class PolicyFacts:
     def settings(self) -> list[PolicySetting]:
         return self.global_settings + self.layer_settings
 
+    @cached_property
+    def from_project(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        """(mixed policies other modules of the project can bring here, the files that
+        set them): callers that run this module's code under them, or functions of
+        other modules this module calls that set them."""
+        project = self._facts.project
+        if project is None:
+            return frozenset(), ()
+        return project.mixed_policies()
+
     @property
     def mixed_policies(self) -> frozenset[str]:
         """The mixed policies the module can run under."""
         found = {n for s in self.settings for n in (s.names or ()) if n in MIXED_POLICIES}
         if self.assumed:
             found.add(self.assumed)
+        found |= self.from_project[0]
         return frozenset(found)
 
     @property
@@ -339,5 +359,11 @@ class PolicyFacts:
     def describe(self) -> str:
         if not self.mixed_in_force:
             return "no mixed policy"
-        source = "assume-policy" if self.assumed and not self.settings else "set in the file"
-        return f"{', '.join(sorted(self.mixed_policies))} ({source})"
+        sources = []
+        if any(n in MIXED_POLICIES for s in self.settings for n in (s.names or ())):
+            sources.append("set in the file")
+        if self.assumed:
+            sources.append("assume-policy")
+        if self.from_project[0]:
+            sources.append("from " + ", ".join(self.from_project[1]))
+        return f"{', '.join(sorted(self.mixed_policies))} ({'; '.join(sources)})"

@@ -1,8 +1,9 @@
 """The global dtype policy in effect at each place of a module, not per file.
 
-    flow = facts.policy_flow
+    flow = facts.policy.flow
     flow.at(node)          # the policies that can be in effect when `node` runs
     flow.entry_of(func)    # ... when `func` is entered
+    flow.summary           # the module's flow as data (mplint.facts.entries.ModuleFlow)
 
 A policy set in a function is in effect from that statement on, in that function and in
 what it calls afterwards; not in sibling functions, nor in what ran before it. Each
@@ -10,49 +11,51 @@ scope (the module, each function) is read once into a *symbolic* state: the poli
 set before a place, or `ENTRY` ("whatever was in effect when the scope was entered")
 where no setting certainly ran in between. A setting in a branch or loop the place is
 not in may or may not have run, so it adds its policy and the search goes on; one that
-certainly ran ends it. Calls to the module's functions apply their effect (the state
-at their end); `set_global_policy(saved)` with `saved = global_policy()` restores the
-state saved; `with policy_scope(p):` holds `p` inside only.
+certainly ran ends it; one in the other branch of an `if` never ran before the place.
+Calls to functions that set the policy (of the module, or of another module of the
+project) apply their effect (the state at their end); `set_global_policy(saved)` with
+`saved = global_policy()` restores the state saved; `with policy_scope(p):` holds `p`
+inside only.
 
-Entries are then solved over the call graph (`mplint.facts.call_graph`): a function
-is entered with the states of the places that run it; one nobody calls is entered
-after the module has run (tests: after their setUp and fixtures, each test on its own;
-methods: where their class is instantiated). The module itself is entered under the
-assumed policy (`assume-policy`, or one inherited from another module), else float32.
+Entries are then solved (`mplint.facts.entries.solve`) over the call graph
+(`mplint.facts.call_graph`), with what the project index says about callers in other
+modules: a function is entered with the states of the places that run it; one nobody
+calls is entered after the module has run (tests: after their setUp and fixtures, each
+test on its own; methods: where their class is instantiated). The module itself is
+entered under the assumed policy (`assume-policy`), else float32.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Iterable
 
 import libcst as cst
 
 from mplint.analysis.calls import arg_value
+from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlow, solve, substitute
 
 if TYPE_CHECKING:
     from mplint.facts.call_graph import CallGraph
     from mplint.facts.module import ModuleFacts
     from mplint.facts.policy import PolicyFacts
 
-ENTRY = "<entry>"
-UNKNOWN = "<unknown>"
-DEFAULT = "float32"
-State = frozenset  # of policy names, ENTRY and UNKNOWN
-
 # Statements whose blocks run only sometimes (or several times).
 _CONDITIONAL_PARENTS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler,
                         cst.Finally, cst.MatchCase)
 _GETTERS = ("global_policy", "dtype_policy")
 _POLICY_SCOPES = ("policy_scope",)
-_MAX_ROUNDS = 50
 
 
-def substitute(state: frozenset[str], entry: frozenset[str]) -> frozenset[str]:
-    """A symbolic state made concrete with the state its scope was entered with."""
-    if ENTRY not in state:
-        return state
-    return (state - {ENTRY}) | entry
+def _imported_module_names(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """The modules an import statement runs, as written (relative ones with dots)."""
+    from mplint.analysis.names import dotted_name
+
+    if isinstance(node, cst.Import):
+        return [dotted_name(alias.name) or "" for alias in node.names]
+    module = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module is not None else "")
+    return [module] if module.strip(".") or node.relative else []
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ class _Event:
     kind: str  # "set", "restore", "call"
     names: frozenset[str] = frozenset()  # "set": the policies it can set
     saved_at: cst.CSTNode | None = None  # "restore": where the saved policy was read
-    callees: tuple[cst.FunctionDef, ...] = ()  # "call"
+    callees: tuple[cst.FunctionDef, ...] = ()  # "call" of the module's functions
+    exit: frozenset[str] | None = None  # "call" of another module's function: its effect
 
 
 class PolicyFlow:
@@ -70,20 +74,20 @@ class PolicyFlow:
         self.index = facts.index
         self.graph: CallGraph = facts.call_graph
         self.module_entry = module_entry
+        self.project = facts.project
         self._policy = policy
         self._events: dict[int, list[_Event]] = {}  # scope -> events in source order
-        self._scopes_with_withs: dict[int, list[tuple[cst.With, frozenset[str]]]] = {}
+        self._withs: dict[int, list[tuple[cst.With, frozenset[str]]]] = {}
         self._symbolic: dict[int, frozenset[str]] = {}
         self._exits: dict[int, frozenset[str] | None] = {}
-        self._controls: dict[int, tuple[frozenset[int], dict[int, int]]] = {}
-        self._entries: dict[int, frozenset[str]] | None = None
+        self._paths_cache: dict[int, tuple[frozenset[int], dict[int, int]]] = {}
+        self._outgoing: list[tuple[cst.Call, str]] = []  # calls of other project modules' functions
         self._collect()
 
     # -- public ------------------------------------------------------------------
     def at(self, node: cst.CSTNode) -> frozenset[str]:
         """The global policies that can be in effect when `node` runs."""
-        scope = self.scope_of(node)
-        return substitute(self.symbolic_at(node), self._entry(scope))
+        return substitute(self.symbolic_at(node), self._entry(self.scope_of(node)))
 
     def entry_of(self, function: cst.FunctionDef) -> frozenset[str]:
         return self._entry(function)
@@ -92,16 +96,56 @@ class PolicyFlow:
         return substitute(self.exit_of(self.index.module), self.module_entry)
 
     @property
+    def outgoing_calls(self) -> list[tuple[cst.Call, str]]:
+        """(call, absolute callee name) for the module's calls of other project modules."""
+        return self._outgoing
+
+    @property
     def changes_policy(self) -> bool:
-        """Whether the module sets the global policy anywhere (else every place has
-        the module's entry state)."""
+        """Whether the module sets the global policy anywhere (itself or by a call)."""
         return any(self._events.values())
 
     def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The function whose code runs `node` (a function's own definition runs in the
+        scope that defines it), else the module."""
         if isinstance(node, cst.FunctionDef):
-            # A function's own name and decorators run in the scope that defines it.
             return self.index.enclosing(node, cst.FunctionDef) or self.index.module
         return self.index.enclosing(node, cst.FunctionDef) or self.index.module
+
+    @cached_property
+    def summary(self) -> ModuleFlow:
+        """The module's flow as data: what the project index keeps of it."""
+        graph = self.graph
+        flow = ModuleFlow(exit=self.exit_of(self.index.module), changes_policy=self.changes_policy)
+        for function in graph.functions:
+            flow.functions[graph.key_of(function)] = self._function_flow(function)
+        for classdef in graph.classes:
+            sites = self._sites(graph.constructions(classdef))
+            if sites:
+                flow.constructions[graph.class_keys[id(classdef)]] = sites
+        for call, callee in self._outgoing:
+            flow.outgoing.append((self._caller_key(call), callee, self.symbolic_at(call)))
+        return flow
+
+    # -- summary pieces ----------------------------------------------------------------
+    def _caller_key(self, node: cst.CSTNode) -> str:
+        scope = self.scope_of(node)
+        return MODULE if scope is self.index.module else self.graph.key_of(scope)  # type: ignore[arg-type]
+
+    def _sites(self, nodes: Iterable[cst.CSTNode]) -> list[tuple[str, frozenset]]:
+        return [(self._caller_key(n), self.symbolic_at(n)) for n in nodes]
+
+    def _function_flow(self, function: cst.FunctionDef) -> FunctionFlow:
+        graph = self.graph
+        entry = graph.entry(function)
+        flow = FunctionFlow(entry.kind, self._sites(graph.sites_of(function)), effect=self._setup_effect(function))
+        if entry.kind == "test":
+            flow.setup = tuple(graph.key_of(s) for s in entry.setup)
+        elif entry.kind == "method" and entry.classdef is not None:
+            flow.owner = graph.class_keys[id(entry.classdef)]
+        elif entry.kind == "nested":
+            flow.defined = (self._caller_key(function), self.symbolic_at(function))
+        return flow
 
     # -- events --------------------------------------------------------------------
     def _collect(self) -> None:
@@ -117,11 +161,30 @@ class PolicyFlow:
                 event = _Event(setting.call, "set", setting.names or frozenset({UNKNOWN}))
             self._add(event)
         changing = self._policy_changing_functions()
-        if changing:
-            for call in self.index.nodes(cst.Call):
-                callees = tuple(f for f in self.graph.callees(call) if id(f) in changing)
-                if callees:
-                    self._add(_Event(call, "call", callees=callees))
+        for call in self.index.nodes(cst.Call):
+            callees = self.graph.callees(call)
+            if callees:
+                mine = tuple(f for f in callees if id(f) in changing)
+                if mine:
+                    self._add(_Event(call, "call", callees=mine))
+            elif self.project is not None:
+                callee = self._project_callee(call)
+                if callee is None:
+                    continue
+                self._outgoing.append((call, callee))
+                effect = self.project.exit_of(callee)
+                if effect is not None and effect != frozenset({ENTRY}):
+                    self._add(_Event(call, "call", exit=effect))
+        if self.project is not None:
+            # Importing a project module runs its top-level code: a policy it sets
+            # there is in effect from the import on (`import model`, model.py setting
+            # the policy at import time).
+            for node in (*self.index.nodes(cst.Import), *self.index.nodes(cst.ImportFrom)):
+                for imported in _imported_module_names(node):
+                    effect = self.project.import_effect(imported)
+                    if effect is not None and effect != frozenset({ENTRY}):
+                        self._add(_Event(node, "call", exit=effect))
+                        break
         for with_node in self.index.nodes(cst.With):
             for item in with_node.items:
                 call = item.item
@@ -130,18 +193,29 @@ class PolicyFlow:
                     if qualified.startswith("keras.") and qualified.rsplit(".", 1)[-1] in _POLICY_SCOPES:
                         names = policy.policy_names(arg_value(call, 0, "policy"))
                         scope = self.scope_of(with_node)
-                        self._scopes_with_withs.setdefault(id(scope), []).append(
-                            (with_node, names or frozenset({UNKNOWN}))
-                        )
+                        self._withs.setdefault(id(scope), []).append((with_node, names or frozenset({UNKNOWN})))
         for events in self._events.values():
             events.sort(key=lambda e: self.index.position_in_order(e.node))
+
+    def _project_callee(self, call: cst.Call) -> str | None:
+        """The absolute name of the project function or class a call runs, if any."""
+        assert self.project is not None
+        raw = self.facts.names.raw(call.func)
+        return self.project.resolve(raw) if raw is not None else None
 
     def _add(self, event: _Event) -> None:
         self._events.setdefault(id(self.scope_of(event.node)), []).append(event)
 
     def _policy_changing_functions(self) -> set[int]:
-        """Functions that set the policy, or call one that does."""
+        """Functions that set the policy, or call one that does (also in another module)."""
         changing = {id(self.scope_of(s.call)) for s in self._policy.global_settings if s.kind == "global"}
+        if self.project is not None:
+            for call in self.index.nodes(cst.Call):
+                if not self.graph.callees(call):
+                    callee = self._project_callee(call)
+                    effect = self.project.exit_of(callee) if callee is not None else None
+                    if effect is not None and effect != frozenset({ENTRY}):
+                        changing.add(id(self.scope_of(call)))
         changing.discard(id(self.index.module))
         if not changing:
             return changing
@@ -151,17 +225,12 @@ class PolicyFlow:
             for function in self.graph.functions:
                 if id(function) in changing:
                     continue
-                for call in self._calls_in(function):
-                    if any(id(f) in changing for f in self.graph.callees(call)):
+                for node in self.index.descendants(function):
+                    if isinstance(node, cst.Call) and any(id(f) in changing for f in self.graph.callees(node)):
                         changing.add(id(function))
                         grew = True
                         break
         return changing
-
-    def _calls_in(self, function: cst.FunctionDef) -> Iterable[cst.Call]:
-        for node in self.index.descendants(function):
-            if isinstance(node, cst.Call) and self.graph.callees(node):
-                yield node
 
     def _saved_policy(self, argument: cst.BaseExpression | None) -> cst.CSTNode | None:
         """For `set_global_policy(old)` with `old = global_policy()`: where it was saved."""
@@ -206,7 +275,7 @@ class PolicyFlow:
             with_node, names = holder
             base, start = names, index.position_in_order(with_node)
         position = index.position_in_order(node) if node is not None else None
-        here = self._controls_of(node, scope) if node is not None else frozenset()
+        here = self._paths(node, scope)[0] if node is not None else frozenset()
         result: set[str] = set()
         for event in reversed(events):
             at = index.position_in_order(event.node)
@@ -222,7 +291,7 @@ class PolicyFlow:
                 continue
             contribution, certain = self._effect(event)
             result |= contribution
-            if certain and self._controls_of(event.node, scope) <= here:
+            if certain and self._paths(event.node, scope)[0] <= here:
                 return frozenset(result)
         return frozenset(result | base)
 
@@ -233,13 +302,11 @@ class PolicyFlow:
         if event.kind == "restore":
             assert event.saved_at is not None
             return self.symbolic_at(event.saved_at), True
-        exits = frozenset().union(*(self.exit_of(f) for f in event.callees))
+        if event.exit is not None:
+            exits = event.exit
+        else:
+            exits = frozenset().union(*(self.exit_of(f) for f in event.callees))
         return exits - {ENTRY}, ENTRY not in exits
-
-    def _controls_of(self, node: cst.CSTNode, scope: cst.CSTNode) -> frozenset[int]:
-        """The conditional blocks (branches, loop bodies, try parts) between `node` and
-        its scope."""
-        return self._paths(node, scope)[0]
 
     def _exclusive(self, event_node: cst.CSTNode, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
         """Whether the two are in different branches of one `if`/`match` (one never runs
@@ -248,8 +315,10 @@ class PolicyFlow:
         return any(theirs.get(key, branch) != branch for key, branch in mine.items())
 
     def _paths(self, node: cst.CSTNode, scope: cst.CSTNode) -> tuple[frozenset[int], dict[int, int]]:
+        """The conditional blocks (branches, loop bodies, try parts) between `node` and its
+        scope, and the branch taken at each `if`/`match` on the way."""
         key = id(node)
-        found = self._controls.get(key)
+        found = self._paths_cache.get(key)
         if found is None:
             blocks = set()
             branches: dict[int, int] = {}
@@ -262,11 +331,11 @@ class PolicyFlow:
                 if isinstance(ancestor, (cst.If, cst.Match)):
                     branches[id(ancestor)] = id(child)
                 child = ancestor
-            found = self._controls[key] = (frozenset(blocks), branches)
+            found = self._paths_cache[key] = (frozenset(blocks), branches)
         return found
 
     def _policy_scope_holding(self, node: cst.CSTNode, scope: cst.CSTNode) -> tuple[cst.With, frozenset[str]] | None:
-        withs = self._scopes_with_withs.get(id(scope))
+        withs = self._withs.get(id(scope))
         if not withs:
             return None
         holding = [(w, n) for w, n in withs if self.index.contains(w.body, node)]
@@ -277,7 +346,7 @@ class PolicyFlow:
     def _inside_other_policy_scope(self, event_node: cst.CSTNode, node: cst.CSTNode | None, scope: cst.CSTNode) -> bool:
         """An event inside a `with policy_scope(...)` that does not hold `node` is undone
         when the block ends."""
-        withs = self._scopes_with_withs.get(id(scope))
+        withs = self._withs.get(id(scope))
         if not withs:
             return False
         for with_node, _ in withs:
@@ -287,69 +356,26 @@ class PolicyFlow:
                 return True
         return False
 
+    def _setup_effect(self, function: cst.FunctionDef) -> frozenset[str]:
+        """What a setUp or fixture leaves for the test: its state at `yield` (a fixture
+        that yields resets afterwards), else at its end."""
+        if not self._events.get(id(function)):
+            return frozenset({ENTRY})
+        for node in self.index.descendants(function):
+            if isinstance(node, cst.Yield) and self.scope_of(node) is function:
+                return self.symbolic_at(node)
+        return self.exit_of(function)
+
     # -- entries ---------------------------------------------------------------------
+    @cached_property
+    def _entries(self) -> dict[tuple[str, str], frozenset]:
+        external = self.project.external_flow() if self.project is not None else None
+        if not self.changes_policy and external is None:
+            # Nothing sets a policy here or reaches this module from elsewhere.
+            return {("", self.graph.key_of(f)): self.module_entry for f in self.graph.functions}
+        return solve({"": self.summary}, {"": self.module_entry}, {"": external} if external is not None else None)
+
     def _entry(self, scope: cst.CSTNode) -> frozenset[str]:
         if scope is self.index.module:
             return self.module_entry
-        if self._entries is None:
-            self._entries = self._solve_entries()
-        return self._entries.get(id(scope), self.module_exit())
-
-    def _solve_entries(self) -> dict[int, frozenset[str]]:
-        functions = self.graph.functions
-        entries: dict[int, frozenset[str]] = {id(f): frozenset() for f in functions}
-        if not self.changes_policy:
-            # Nothing in the module sets a policy: every place runs under its entry.
-            return {id(f): self.module_entry for f in functions}
-        module_exit = self.module_exit()
-
-        def concrete(node: cst.CSTNode) -> frozenset[str]:
-            scope = self.scope_of(node)
-            entry = self.module_entry if scope is self.index.module else entries[id(scope)]
-            return substitute(self.symbolic_at(node), entry)
-
-        for _ in range(_MAX_ROUNDS):
-            changed = False
-            for function in functions:
-                old = entries[id(function)]
-                new = old | self._entry_from(function, concrete, module_exit)
-                if new != old:
-                    entries[id(function)] = new
-                    changed = True
-            if not changed:
-                break
-        return entries
-
-    def _entry_from(self, function: cst.FunctionDef, concrete, module_exit: frozenset[str]) -> frozenset[str]:
-        graph = self.graph
-        sites = graph.sites_of(function)
-        state: set[str] = set()
-        for site in sites:
-            state |= concrete(site)
-        entry = graph.entry(function)
-        if entry.kind == "method":
-            assert entry.classdef is not None
-            built = graph.constructions(entry.classdef)
-            for call in built:
-                state |= concrete(call)
-            if not built and not sites:
-                state |= module_exit
-            return frozenset(state)
-        if sites:
-            return frozenset(state)
-        if entry.kind == "test":
-            current = module_exit
-            for setup in entry.setup:
-                current = substitute(self._setup_effect(setup), current)
-            return current
-        if entry.kind == "nested":
-            return concrete(function)
-        return module_exit
-
-    def _setup_effect(self, setup: cst.FunctionDef) -> frozenset[str]:
-        """What a setUp or fixture leaves for the test: its state at `yield` (a fixture
-        that yields resets afterwards), else at its end."""
-        for node in self.index.descendants(setup):
-            if isinstance(node, cst.Yield) and self.scope_of(node) is setup:
-                return self.symbolic_at(node)
-        return self.exit_of(setup)
+        return self._entries.get(("", self.graph.key_of(scope)), self.module_exit())  # type: ignore[arg-type]

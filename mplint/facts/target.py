@@ -6,13 +6,24 @@ file's target. Decided per file, first match wins:
 1. `--target` / `target` in config (unless "auto");
 2. the file sets `TF_USE_LEGACY_KERAS` or imports `tf_keras` -> keras2;
 3. the file imports standalone `keras` and uses Keras-3-only names -> keras3;
-4. the project's pinned versions (pyproject.toml, requirements*.txt, setup.cfg,
+4. the rest of the project (`mplint.project.index`): another module sets
+   `TF_USE_LEGACY_KERAS` (also in a helper such as `ensure_keras_v2()`), imports
+   `tf_keras` or uses Keras-2-only APIs (`optimizers.legacy`, `tensorflow_addons`) ->
+   keras2; uses Keras-3-only names -> keras3 (both kinds: no decision here);
+5. the project's pinned versions (pyproject.toml, requirements*.txt, setup.cfg,
    setup.py): `tensorflow<2.16`, `keras<3`, a required `tf-keras` dependency -> keras2;
    `tensorflow>=2.16`, `keras>=3` -> keras3; required dependencies decide before
    optional extras;
-5. the installed tensorflow / keras versions, read from package metadata (never
-   imported);
-6. otherwise keras3 (what `pip install tensorflow` gives today).
+6. the project's container image (`Dockerfile*`): `FROM tensorflow/tensorflow:2.N` by
+   its version, NVIDIA's `nvcr.io/nvidia/tensorflow:YY.MM-tf2-py3` up to 23.xx and any
+   `-tf1-` tag -> keras2;
+7. the installed tensorflow / keras versions, read from package metadata (never
+   imported): *assumed*, since the environment running mplint need not be the one the
+   code runs in;
+8. otherwise keras3 (what `pip install tensorflow` gives today), also assumed.
+
+An assumed target (`Target.assumed`) makes fixes that depend on it unsafe, and their
+messages say which Keras was assumed and how to set `target`.
 """
 
 from __future__ import annotations
@@ -41,6 +52,14 @@ _PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements.txt
 class Target:
     keras: str  # KERAS2 or KERAS3
     reason: str
+    assumed: bool = False  # no evidence in the code or the project: the environment's guess
+
+    @property
+    def assumption(self) -> str:
+        """What a message says about an assumed target."""
+        name = "Keras 2" if self.keras == KERAS2 else "Keras 3"
+        return (f"the target is assumed to be {name} ({self.reason}): set `target = \"keras2\"` or "
+                f"`\"keras3\"` in [tool.mplint] to say which Keras the code runs on")
 
     @property
     def is_keras2(self) -> bool:
@@ -61,6 +80,7 @@ def decide_target(
     imported_modules: set[str],
     used_names: set[str],
     path: str,
+    project: Target | None = None,
 ) -> Target:
     if configured in (KERAS2, KERAS3):
         return Target(configured, "set by --target/config")
@@ -72,13 +92,60 @@ def decide_target(
         for name in used_names:
             if name.startswith(KERAS3_ONLY_PREFIXES):
                 return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}")
-    pinned = project_pins(project_root(os.path.dirname(os.path.abspath(path))))
+    if project is not None:
+        return project
+    root = project_root(os.path.dirname(os.path.abspath(path)))
+    pinned = project_pins(root) or container_target(root)
     if pinned is not None:
         return pinned
     installed = installed_target()
     if installed is not None:
-        return installed
-    return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)")
+        return Target(installed.keras, installed.reason, assumed=True)
+    return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)", assumed=True)
+
+
+_FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M | re.I)
+_ARG = re.compile(r"^\s*ARG\s+(\w+)=(\S+)", re.M | re.I)
+
+
+@lru_cache(maxsize=64)
+def container_target(root: str | None) -> Target | None:
+    """The Keras of the TensorFlow image a project's Dockerfile builds on."""
+    if root is None:
+        return None
+    try:
+        names = sorted(n for n in os.listdir(root) if n.startswith("Dockerfile"))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read(65536)
+        except OSError:
+            continue
+        arguments = {name: value.strip("'\"") for name, value in _ARG.findall(text)}
+        for image in _FROM.findall(text):
+            image = re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), image)
+            found = _image_target(image)
+            if found is not None:
+                return Target(found, f"{name} builds on {image}")
+    return None
+
+
+def _image_target(image: str) -> str | None:
+    repository, _, tag = image.partition(":")
+    if repository.endswith("nvidia/tensorflow"):
+        if "-tf1" in tag:
+            return KERAS2
+        match = re.match(r"(\d\d)\.\d\d", tag)
+        if match and int(match.group(1)) <= 23:
+            return KERAS2  # NVIDIA's release notes: up to 23.xx ship TensorFlow <= 2.14
+        return None
+    if repository.endswith("tensorflow/tensorflow"):
+        match = re.match(r"(\d+)\.(\d+)", tag)
+        if match:
+            return KERAS2 if (int(match.group(1)), int(match.group(2))) < (2, 16) else KERAS3
+    return None
 
 
 def _is_requirements_file(name: str) -> bool:
@@ -98,7 +165,7 @@ def project_root(folder: str) -> str | None:
             or ("requirements" in names and os.path.isdir(os.path.join(folder, "requirements"))):
         return folder
     if ".git" in names:
-        return None
+        return folder  # the repository's top: its Dockerfile and CI files may say
     parent = os.path.dirname(folder)
     return None if parent == folder else project_root(parent)
 
@@ -149,7 +216,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
         try:
             with open(setup_py, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
-            for match in re.finditer(r"""['"]((?:tensorflow|tf-nightly|tf[-_]keras|keras)[\w-]*\s*[<>=!~][^'"]*)['"]""", text):
+            for match in re.finditer(r"""['"]((?:tensorflow|tf-nightly|tf[-_]keras|keras|tf[-_]models[-_]official)[\w-]*\s*[<>=!~][^'"]*)['"]""", text):
                 found.append((match.group(1), "setup.py"))
         except OSError:
             pass
@@ -160,6 +227,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
 # Keras 2.x/3.x, so that exact pins (`==2.4.1`) and ranges are both decided.
 _TF_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (1, 2) for minor in range(0, 31) for patch in range(0, 10))
 _KERAS_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (2, 3) for minor in range(0, 31) for patch in range(0, 10))
+_TFP_VERSIONS = tuple(f"0.{minor}.{patch}" for minor in range(0, 31) for patch in range(0, 10))
 
 
 def _eras(spec, versions: tuple[str, ...], first_new: tuple[int, int]) -> tuple[bool, bool]:
@@ -205,11 +273,42 @@ def project_pins(root: str | None) -> Target | None:
     return _decided_by_pins(required) or _decided_by_pins(optional)
 
 
+# Packages released in lockstep with TensorFlow: their version pins TensorFlow's
+# (tensorflow-probability 0.N needs TensorFlow 2.(N-8); 0.24 needs tf-keras on 2.16).
+_COMPANIONS = {
+    "tf-models-official": lambda major, minor: (major, minor),
+    "tensorflow-text": lambda major, minor: (major, minor),
+    "tensorflow-probability": lambda major, minor: (2, minor - 8) if major == 0 else None,
+}
+
+
 def _decided_by_pins(requirements: list) -> Target | None:
+    return _decided_by(requirements, companions=False) or _decided_by(requirements, companions=True)
+
+
+def _decided_by(requirements: list, companions: bool) -> Target | None:
+    """TensorFlow and Keras pins first; then the pins of packages released with
+    TensorFlow (which say its version indirectly)."""
     for requirement, line, source in requirements:
         name = requirement.name.lower().replace("_", "-")
         spec = requirement.specifier
         if not str(spec):
+            continue
+        if companions:
+            if name == "tensorflow-addons":
+                return Target(KERAS2, f"{source} requires {line} (TensorFlow Addons supports Keras 2 only)")
+            to_tf = _COMPANIONS.get(name)
+            if to_tf is None:
+                continue
+            eras = set()
+            for version in spec.filter(_KERAS_VERSIONS + _TFP_VERSIONS, prereleases=True):
+                tf = to_tf(*_major_minor(version))
+                if tf is not None:
+                    eras.add(KERAS2 if tf < (2, 16) else KERAS3)
+            if eras == {KERAS2}:
+                return Target(KERAS2, f"{source} pins {line} (a Keras 2 era TensorFlow)")
+            if name != "tensorflow-probability" and eras == {KERAS3}:
+                return Target(KERAS3, f"{source} pins {line} (a Keras 3 era TensorFlow)")
             continue
         if name in _TF_DISTRIBUTIONS:
             old, new = _eras(spec, _TF_VERSIONS, (2, 16))
@@ -289,6 +388,7 @@ def forget_project_files() -> None:
     the process): a long-running process calls this when a project file changes."""
     project_root.cache_clear()
     project_pins.cache_clear()
+    container_target.cache_clear()
 
 
 def environment_fingerprint() -> str:

@@ -339,6 +339,13 @@ class TrainingLoops:
             if info.origin == "unknown":
                 return None
             infos.append(info)
+        if values.project is not None:
+            from mplint.facts.project_context import ExternalOptimizer
+
+            for given in values.project.arguments(self.facts.call_graph.key_of(function), param.name.value):
+                if not isinstance(given, ExternalOptimizer):
+                    return None  # not known, or not an optimizer
+                infos.append(OptimizerInfo(label, given.origin, kind=given.kind, generation=given.generation))
         if not infos or len({(i.origin, i.generation, i.kind) for i in infos}) != 1:
             return None
         info = infos[0]

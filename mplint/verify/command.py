@@ -17,6 +17,8 @@ from mplint.verify import DEFAULT_TIMEOUT
               help="Policy to build under when the code sets none (default: mixed_float16).")
 @click.option("--keras", type=click.Choice(["auto", "2", "3"]), default="auto", show_default=True,
               help="Keras 2 (tf-keras, TF_USE_LEGACY_KERAS=1) or Keras 3; auto decides like `mplint check`.")
+@click.option("--backend", type=click.Choice(["auto", "tensorflow", "jax", "torch"]), default="auto", show_default=True,
+              help="The Keras 3 backend to run on (KERAS_BACKEND); auto decides like `mplint check -v`.")
 @click.option("--steps", type=click.IntRange(1, 100), default=3, show_default=True,
               help="Synthetic training steps to run.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT, show_default=True,
@@ -24,7 +26,7 @@ from mplint.verify import DEFAULT_TIMEOUT
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--train-step", metavar="NAME", help="The custom training step function (default: train_step if defined).")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Batch size of the synthetic data (default: the Input's, else 8).")
-def verify(target, python, policy, keras, steps, timeout, output_format, train_step, batch_size) -> None:
+def verify(target, python, policy, keras, backend, steps, timeout, output_format, train_step, batch_size) -> None:
     """Run the model of TARGET under its mixed policy and prove outputs and gradients right.
 
     TARGET is path/to/file.py[:callable] or package.module:callable. Without a callable:
@@ -38,7 +40,7 @@ def verify(target, python, policy, keras, steps, timeout, output_format, train_s
     from mplint.verify.runner import verify as run_verify
 
     options = VerifyOptions(python=python, policy=policy, keras=keras, steps=steps, timeout=timeout,
-                            train_step=train_step, batch_size=batch_size)
+                            train_step=train_step, batch_size=batch_size, backend=backend)
     result = run_verify(target, options)
     click.echo(render(result, output_format), nl=False)
     raise click.exceptions.Exit(result.exit_code)
@@ -58,7 +60,8 @@ def verify_fixed_files(paths: list, to_stderr: bool) -> int:
         entry = entry_point(path)
         if entry is None:
             click.echo(f"verify: {path}: skipped (no model entry point: build_model(), create_model(), "
-                       "get_model(), make_model() or a module-level `model`)", err=to_stderr)
+                       "get_model(), make_model() defined or imported, a module-level `model`, or a "
+                       "`train_step`)", err=to_stderr)
             continue
         result = run_verify(path)
         click.echo(render_text(result), nl=False, err=to_stderr)

@@ -31,9 +31,13 @@ def _header(result: VerifyResult) -> str:
         parts[0] += f" ({info['entry_point']})"
     parts.append(f"policy {info.get('policy')} ({info.get('policy_source')})")
     parts.append(f"Keras {info.get('keras_version')} ({result.keras_choice})")
-    parts.append(f"TensorFlow {info.get('tensorflow')}")
+    backend = info.get("backend") or "tensorflow"
+    if backend == "tensorflow":
+        parts.append(f"TensorFlow {info.get('tensorflow')}")
+    else:
+        parts.append(f"backend {backend} {info.get('backend_version')} ({result.backend_choice})")
     if info.get("train_step"):
-        parts.append(f"custom loop {info['train_step']}(x, y)")
+        parts.append(f"custom loop {info['train_step']}")
     return "\n  ".join(parts)
 
 

@@ -20,13 +20,21 @@ import time
 from dataclasses import dataclass, field, replace
 
 from mplint.verify import DEFAULT_TIMEOUT
-from mplint.verify.target import KerasChoice, Target, TargetError, choose_keras, parse_target
+from mplint.verify.target import (
+    BackendChoice,
+    KerasChoice,
+    Target,
+    TargetError,
+    choose_backend,
+    choose_keras,
+    parse_target,
+)
 
 PROBE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe")
 OUTPUT_TAIL = 4000
 CHECK_ORDER = (
     "output-dtype", "variable-dtype", "finite-forward", "float32-agreement",
-    "loss-scaling", "gradient-underflow", "tensor-cores",
+    "loss-scaling", "gradient-underflow", "training-update", "tensor-cores",
 )
 
 # Loads probe/ as a private top-level package from its path, so the child needs nothing
@@ -53,6 +61,7 @@ class VerifyOptions:
     train_step: str | None = None
     batch_size: int | None = None
     tensor_core_multiple: int | None = None  # default: the project's tensor-core-multiple, else 8
+    backend: str = "auto"  # "auto", "tensorflow", "jax" or "torch"
 
 
 @dataclass
@@ -62,6 +71,7 @@ class VerifyResult:
     error: dict | None = None
     info: dict = field(default_factory=dict)
     keras_choice: str = ""
+    backend_choice: str = ""
     output_tail: str = ""
     duration: float = 0.0
 
@@ -89,6 +99,9 @@ class VerifyResult:
             "keras_version": self.info.get("keras_version"),
             "keras_choice": self.keras_choice,
             "tensorflow": self.info.get("tensorflow"),
+            "backend": self.info.get("backend"),
+            "backend_version": self.info.get("backend_version"),
+            "backend_choice": self.backend_choice,
             "python": self.info.get("python"),
             "notes": self.info.get("notes", []),
             "duration_s": round(self.duration, 2),
@@ -108,9 +121,18 @@ def verify(text: str, options: VerifyOptions = VerifyOptions(), cwd: str | None 
         options = replace(options, tensor_core_multiple=_configured_multiple(target.path))
     python = options.python or sys.executable
     other_python = options.python is not None and os.path.realpath(python) != os.path.realpath(sys.executable)
-    choice = choose_keras(options.keras, target.path, other_python)
-    result = _run_child(target, options, python, choice, cwd or os.getcwd())
+    backend = choose_backend(options.backend, target.path)
+    if backend.name != "tensorflow":
+        if options.keras == "2":
+            return VerifyResult(text, error={"kind": "bad-options", "traceback": None, "message":
+                                f"--keras 2 runs on TensorFlow only; the {backend.name} backend needs Keras 3 "
+                                f"(backend: {backend.reason})"})
+        choice = KerasChoice(False, f"Keras 3: the {backend.name} backend")
+    else:
+        choice = choose_keras(options.keras, target.path, other_python)
+    result = _run_child(target, options, python, choice, cwd or os.getcwd(), backend)
     result.keras_choice = choice.reason
+    result.backend_choice = backend.reason
     result.duration = time.monotonic() - started
     return result
 
@@ -142,8 +164,9 @@ def _request(target: Target, options: VerifyOptions) -> dict:
     }
 
 
-def child_environment(choice: KerasChoice) -> dict:
+def child_environment(choice: KerasChoice, backend: BackendChoice | None = None) -> dict:
     env = dict(os.environ)
+    env["KERAS_BACKEND"] = backend.name if backend is not None else "tensorflow"
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # importing the user's module must not write next to it
     if choice.legacy is True:
@@ -188,7 +211,8 @@ def _kill_group(process: subprocess.Popen) -> None:
         pass
 
 
-def _run_child(target: Target, options: VerifyOptions, python: str, choice: KerasChoice, cwd: str) -> VerifyResult:
+def _run_child(target: Target, options: VerifyOptions, python: str, choice: KerasChoice, cwd: str,
+               backend: BackendChoice) -> VerifyResult:
     result = VerifyResult(target.display)
     with tempfile.TemporaryDirectory(prefix="mplint-verify-") as folder:
         request_path = os.path.join(folder, "request.json")
@@ -199,7 +223,7 @@ def _run_child(target: Target, options: VerifyOptions, python: str, choice: Kera
         command = [python, "-c", BOOTSTRAP, PROBE_DIR, request_path, events_path]
         try:
             process = subprocess.Popen(
-                command, cwd=cwd, env=child_environment(choice), stdin=subprocess.DEVNULL,
+                command, cwd=cwd, env=child_environment(choice, backend), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
             )
         except OSError as exc:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 ENTRY_POINTS = ("build_model", "create_model", "get_model", "make_model")
 MODEL_ATTRIBUTE = "model"
+TRAIN_STEP = "train_step"
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
@@ -76,13 +77,15 @@ def _module_file(module: str, cwd: str) -> str | None:
 
 
 def entry_point(path: str) -> str | None:
-    """The model entry point a file defines at module level (what verify would use), or None."""
+    """What verify would start from in a file, found without running it: a model entry
+    point defined or imported at module level, a module-level `model`, else a
+    module-level `train_step` (a training script: verify finds the model it trains)."""
     try:
         with open(path, "rb") as handle:
             tree = ast.parse(handle.read(), filename=path)
     except (OSError, SyntaxError, ValueError):
         return None
-    functions, assigned = set(), set()
+    functions, assigned, imported = set(), set(), set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.add(node.name)
@@ -92,10 +95,14 @@ def entry_point(path: str) -> str | None:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
                         assigned.add(name.id)
+        elif isinstance(node, ast.ImportFrom):
+            imported.update(alias.asname or alias.name for alias in node.names)
     for name in ENTRY_POINTS:
-        if name in functions:
+        if name in functions or name in imported:
             return name
-    return MODEL_ATTRIBUTE if MODEL_ATTRIBUTE in assigned else None
+    if MODEL_ATTRIBUTE in assigned:
+        return MODEL_ATTRIBUTE
+    return TRAIN_STEP if TRAIN_STEP in functions else None
 
 
 @dataclass(frozen=True)
@@ -144,3 +151,35 @@ def _static_target(path: str):
         return ModuleFacts(cst.parse_module(text), text, path).target
     except Exception:  # a file libcst cannot parse: decide from its text and project only
         return decide_target("auto", text, set(), set(), path)
+
+
+BACKENDS = ("tensorflow", "jax", "torch")
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    name: str  # the KERAS_BACKEND the child runs with
+    reason: str
+
+
+def choose_backend(requested: str, path: str | None) -> BackendChoice:
+    """The Keras backend for the child: `--backend` wins; `auto` decides like `mplint
+    check -v` (mplint.facts.backend: the file, its train steps, the project, the
+    environment), else TensorFlow."""
+    if requested != "auto":
+        return BackendChoice(requested, f"--backend {requested}")
+    if path is None:
+        return BackendChoice("tensorflow", "auto: the module's file was not found")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+        import libcst as cst
+
+        from mplint.facts.module import ModuleFacts
+
+        decided = ModuleFacts(cst.parse_module(text), text, path).backend
+    except Exception:  # unreadable or unparsable: the child reports the import error
+        return BackendChoice("tensorflow", "auto: the file could not be read")
+    if decided.name not in BACKENDS:
+        return BackendChoice("tensorflow", f"auto: {decided.describe()} cannot train; TensorFlow instead")
+    return BackendChoice(decided.name, f"auto: {decided.reason}")

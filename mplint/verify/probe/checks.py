@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .kerasapi import KerasAPI, float32_policies, variable_name
+from .tensors import dtype_name, flatten, is_float, to_numpy
 from .tracing import CallRecorder
 
 # Relative L2 distance allowed between mixed and float32 outputs (unit roundoff is
@@ -40,9 +41,7 @@ class ForwardPass:
         return self.policy.split("_", 1)[1] if self.policy.startswith("mixed_") else self.policy
 
     def flat_outputs(self) -> list:
-        import tensorflow as tf
-
-        return tf.nest.flatten(self.outputs)
+        return flatten(self.outputs)
 
 
 def run_forward(model, api: KerasAPI, policy: str, inputs) -> ForwardPass:
@@ -53,9 +52,7 @@ def run_forward(model, api: KerasAPI, policy: str, inputs) -> ForwardPass:
 
 
 def output_names(model, outputs) -> list:
-    import tensorflow as tf
-
-    flat = tf.nest.flatten(outputs)
+    flat = flatten(outputs)
     if isinstance(outputs, dict):
         return [str(k) for k in sorted(outputs)]  # tf.nest orders dicts by key
     names = list(getattr(model, "output_names", None) or [])
@@ -69,7 +66,7 @@ def _layer_label(layer) -> str:
 
 
 def _dtype(tensor) -> str:
-    return str(getattr(tensor.dtype, "name", tensor.dtype))
+    return dtype_name(tensor)
 
 
 def _producer(run: ForwardPass, index: int, tensor):
@@ -124,7 +121,7 @@ def check_variable_dtype(run: ForwardPass) -> Result:
     variables = list(getattr(run.model, "trainable_weights", []))
     total = len(variables)
     for variable in variables:
-        dtype = str(getattr(variable.dtype, "name", variable.dtype))
+        dtype = dtype_name(variable)
         if dtype != "float32":
             layer = owner.get(id(variable), run.model)
             offenders.setdefault(layer.name, []).append(f"{variable_name(variable)} ({dtype})")
@@ -141,24 +138,22 @@ def check_variable_dtype(run: ForwardPass) -> Result:
 
 
 def _finite(tensor) -> bool:
+    if not is_float(tensor):
+        return True
     try:
-        values = np.asarray(tensor.numpy() if hasattr(tensor, "numpy") else tensor)
+        values = to_numpy(tensor, np.float32)
     except Exception:
         return True
-    if values.dtype.kind != "f" and str(values.dtype) != "bfloat16":
-        return True
-    return bool(np.all(np.isfinite(values.astype(np.float32))))
+    return bool(np.all(np.isfinite(values)))
 
 
 def check_finite_forward(run: ForwardPass, input_descriptions: list) -> Result:
-    import tensorflow as tf
-
     bad = [name for name, t in zip(run.names, run.flat_outputs()) if not _finite(t)]
     inputs = "; ".join(input_descriptions)
     if not bad:
         return Result("pass", f"all outputs finite on synthetic inputs ({inputs})", {"inputs": input_descriptions})
     first = next(
-        (c for c in run.recorder.calls if not all(_finite(t) for t in tf.nest.flatten(c.output))), None
+        (c for c in run.recorder.calls if not all(_finite(t) for t in flatten(c.output))), None
     )
     where = f"; the first non-finite values come out of {_layer_label(first.layer)}" if first else ""
     return Result(
@@ -178,16 +173,14 @@ def check_float32_agreement(run: ForwardPass) -> Result:
             reference = run.model(run.inputs, training=False)
     except Exception as exc:
         return Result("skip", f"could not run the same weights under the float32 policy: {type(exc).__name__}: {exc}")
-    import tensorflow as tf
-
     errors, problems = {}, []
-    for name, mixed, ref in zip(run.names, run.flat_outputs(), tf.nest.flatten(reference)):
+    for name, mixed, ref in zip(run.names, run.flat_outputs(), flatten(reference)):
         if _dtype(ref) in ("float16", "bfloat16"):
             return Result("skip", f"output {name!r} stays {_dtype(ref)} with every layer set to float32: cannot compare")
-        if not mixed.dtype.is_floating:
+        if not is_float(mixed):
             continue
-        a = np.asarray(tf.cast(mixed, tf.float32).numpy(), dtype=np.float64)
-        b = np.asarray(tf.cast(ref, tf.float32).numpy(), dtype=np.float64)
+        a = to_numpy(mixed, np.float32).astype(np.float64)
+        b = to_numpy(ref, np.float32).astype(np.float64)
         if not np.all(np.isfinite(b)):
             return Result("skip", f"output {name!r} is not finite even in float32: the model itself is broken")
         if not np.all(np.isfinite(a)):

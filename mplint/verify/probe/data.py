@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ProbeError
+from .tensors import flatten, map_structure, pack_as
+from .tensors import tensor as as_tensor
 
 DEFAULT_BATCH = 8
 SEQUENCE_LENGTH = 16
@@ -39,12 +41,10 @@ def model_inputs(model):
 
 
 def fixed_batch_size(model) -> int | None:
-    import tensorflow as tf
-
     structure = model_inputs(model)
     if structure is None:
         return None
-    for tensor in tf.nest.flatten(structure):
+    for tensor in flatten(structure):
         shape = _shape(tensor)
         if shape and shape[0] is not None:
             return shape[0]
@@ -61,9 +61,7 @@ def _embedding_bound(model, api, tensor) -> int | None:
             layer_input = layer.input
         except (AttributeError, ValueError, RuntimeError):
             continue
-        import tensorflow as tf
-
-        if any(t is tensor for t in tf.nest.flatten(layer_input)):
+        if any(t is tensor for t in flatten(layer_input)):
             bounds.append(int(layer.input_dim))
     return min(bounds) if bounds else None
 
@@ -102,8 +100,6 @@ def _built_input(model):
 
 def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
     """(inputs with the structure of model.input, a description per input)."""
-    import tensorflow as tf
-
     structure = model_inputs(model)
     if structure is None:
         structure = _built_input(model)
@@ -123,19 +119,19 @@ def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
         bound = _embedding_bound(model, api, tensor)
         if dtype.startswith(("int", "uint")) or bound is not None:
             high = bound or _all_embedding_bound(model, api) or 2
-            value = tf.cast(rng.integers(0, high, size=concrete), dtype)
+            value = as_tensor(rng.integers(0, high, size=concrete), dtype)
             descriptions.append(f"{name}: {dtype}{tuple(concrete)} ids in [0, {high})")
         elif dtype == "bool":
-            value = tf.convert_to_tensor(rng.integers(0, 2, size=concrete).astype(bool))
+            value = as_tensor(rng.integers(0, 2, size=concrete).astype(bool))
             descriptions.append(f"{name}: bool{tuple(concrete)}")
         elif dtype in ("float16", "float32", "float64", "bfloat16"):
-            value = tf.cast(rng.standard_normal(size=concrete).astype("float32"), dtype)
+            value = as_tensor(rng.standard_normal(size=concrete).astype("float32"), dtype)
             descriptions.append(f"{name}: {dtype}{tuple(concrete)} normal(0, 1)")
         else:
             raise ProbeError("no-input-spec", f"cannot make synthetic data for input {name!r} of dtype {dtype}")
         return value
 
-    return tf.nest.map_structure(make, structure), descriptions
+    return map_structure(make, structure), descriptions
 
 
 # -- targets -------------------------------------------------------------------------
@@ -158,26 +154,22 @@ def loss_kind(loss) -> str:
 
 
 def synthetic_target(output, kind: str, rng: np.random.Generator):
-    import tensorflow as tf
-
-    shape = list(output.shape)
+    shape = [int(d) for d in output.shape]
     if kind == "sparse" and shape:
-        classes = max(int(shape[-1]), 1)
-        return tf.convert_to_tensor(rng.integers(0, classes, size=shape[:-1]).astype("int32"))
+        classes = max(shape[-1], 1)
+        return as_tensor(rng.integers(0, classes, size=shape[:-1]).astype("int32"))
     if kind == "categorical" and shape:
-        classes = max(int(shape[-1]), 1)
-        return tf.one_hot(rng.integers(0, classes, size=shape[:-1]), classes, dtype=tf.float32)
+        classes = max(shape[-1], 1)
+        return as_tensor(np.eye(classes, dtype="float32")[rng.integers(0, classes, size=shape[:-1])])
     if kind == "binary":
-        return tf.convert_to_tensor(rng.integers(0, 2, size=shape).astype("float32"))
-    return tf.convert_to_tensor(rng.uniform(0.0, 1.0, size=shape).astype("float32"))
+        return as_tensor(rng.integers(0, 2, size=shape).astype("float32"))
+    return as_tensor(rng.uniform(0.0, 1.0, size=shape).astype("float32"))
 
 
 def synthetic_targets(outputs, kinds, rng: np.random.Generator):
     """Targets with the structure of `outputs`; `kinds` is one kind or one per flat output."""
-    import tensorflow as tf
-
-    flat = tf.nest.flatten(outputs)
+    flat = flatten(outputs)
     if isinstance(kinds, str):
         kinds = [kinds] * len(flat)
     targets = [synthetic_target(o, k, rng) for o, k in zip(flat, kinds)]
-    return tf.nest.pack_sequence_as(outputs, targets)
+    return pack_as(outputs, targets)

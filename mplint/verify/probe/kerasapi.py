@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from contextlib import contextmanager
 
+from .tensors import uses_tensorflow
+
 MIXED = ("mixed_float16", "mixed_bfloat16")
 
 
@@ -32,7 +34,12 @@ def keras_module_for(obj):
 
 
 def default_keras():
-    """What `tf.keras` means in this process (tf_keras with TF_USE_LEGACY_KERAS=1)."""
+    """What `tf.keras` means in this process (tf_keras with TF_USE_LEGACY_KERAS=1); Keras 3
+    itself on the other backends."""
+    if not uses_tensorflow():
+        import keras
+
+        return keras
     import tensorflow as tf
 
     return tf.keras

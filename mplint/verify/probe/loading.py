@@ -154,6 +154,11 @@ def python_function(func):
 
 def referenced_globals(func) -> list:
     """Module globals the function's code names (nested functions and lambdas included), in order."""
+    return [value for _, value in referenced_global_items(func)]
+
+
+def referenced_global_items(func) -> list:
+    """(name, value) of the module globals the function's code names, in order."""
     func = python_function(func)
     code = getattr(func, "__code__", None)
     namespace = getattr(func, "__globals__", {})
@@ -167,4 +172,107 @@ def referenced_globals(func) -> list:
             if name not in names:
                 names.append(name)
         stack.extend(c for c in current.co_consts if inspect.iscode(c))
-    return [namespace[n] for n in names if n in namespace]
+    return [(n, namespace[n]) for n in names if n in namespace]
+
+
+# -- a training script: its step, the model it trains, the arguments it takes ------------
+
+# Names of functions that build a model, imported from the project (`from models import
+# create_classifier`): tried, with no arguments, when the script has no entry point.
+BUILDER = re.compile(r"^(build|create|make|get|new)_?\w*$", re.I)
+MODEL_WORDS = re.compile(r"model|net|classifier|regressor|encoder|decoder|transformer|gan|cnn|rnn|lstm|mlp", re.I)
+_LIBRARIES = ("keras", "tensorflow", "tf_keras", "numpy", "jax", "torch", "builtins", "_mplint_verify_probe")
+MODEL_PARAMETERS = re.compile(r"model|net|classifier|regressor|encoder|autoencoder", re.I)
+OPTIMIZER_PARAMETERS = re.compile(r"optim|^opt$", re.I)
+DATA_PARAMETERS = ("data", "batch", "example", "examples", "inputs_and_targets")
+TARGET_PARAMETERS = re.compile(r"^(y|ys|labels?|targets?|y_true|batch_y|gt)$", re.I)
+
+
+def model_for_train_step(module, train_step, step_name: str, on_call=None):
+    """(model, description) for a training script without a model entry point: a model
+    its step uses, a model the module holds, else a builder it imports (called with no
+    arguments)."""
+    for name, value in referenced_global_items(train_step):
+        if is_keras_model(value):
+            return value, f"{name} (used by {step_name})"
+    for name, value in vars(module).items():
+        if is_keras_model(value):
+            return value, name
+    tried = []
+    for name, value in vars(module).items():
+        if not _is_builder(name, value):
+            continue
+        try:
+            signature = inspect.signature(value)
+        except (TypeError, ValueError):
+            continue
+        if any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               for p in signature.parameters.values()):
+            tried.append(f"{name} (needs arguments)")
+            continue
+        if on_call is not None:
+            on_call(name)
+        try:
+            model = first_model(value())
+        except SystemExit as exc:
+            raise ProbeError("user-exit", f"{name}() called sys.exit({exc.code!r})", user_traceback(exc)) from None
+        except BaseException as exc:
+            raise ProbeError("model-error", f"{name}() raised {describe(exc)}", user_traceback(exc)) from None
+        if model is not None:
+            return model, f"{name}() from {value.__module__}"
+        tried.append(f"{name} (returned no Keras model)")
+    raise ProbeError(
+        "no-model",
+        f"{step_name} trains a model, but no model was found: none among the globals it uses or the module's, "
+        "and no builder to call (" + (", ".join(tried) or "no build_/create_/make_/get_ function of a model") + "); "
+        "name the builder as TARGET:CALLABLE",
+    )
+
+
+def _is_builder(name: str, value) -> bool:
+    if not (inspect.isfunction(value) and BUILDER.match(name) and MODEL_WORDS.search(name)):
+        return False
+    return (getattr(value, "__module__", "") or "").split(".")[0] not in _LIBRARIES
+
+
+def step_arguments(train_step, model, optimizers: list, x, y) -> tuple[list, str]:
+    """The arguments to call a training step with, by its parameter names: the model,
+    an optimizer, the batch as `data`/`batch`, else x then y; and how the call reads."""
+    try:
+        parameters = [
+            p for p in inspect.signature(python_function(train_step)).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+    except (TypeError, ValueError):
+        return [x, y], "(x, y)"
+    if len(parameters) == 2 and not any(MODEL_PARAMETERS.search(p.name) or OPTIMIZER_PARAMETERS.search(p.name)
+                                        for p in parameters):
+        return [x, y], "(x, y)"
+    arguments, words, data = [], [], [x, y]
+    for parameter in parameters:
+        name = parameter.name
+        if OPTIMIZER_PARAMETERS.search(name):
+            if not optimizers:
+                raise ProbeError("no-train-step", f"{TRAIN_STEP} parameter {name!r} takes an optimizer, and none "
+                                 "was found (module-level, or model.optimizer after compile)")
+            arguments.append(optimizers[0])
+            words.append(name)
+        elif MODEL_PARAMETERS.search(name):
+            arguments.append(model)
+            words.append(name)
+        elif name.lower() in DATA_PARAMETERS:
+            arguments.append((x, y))
+            words.append(f"{name}=(x, y)")
+            data = []
+        elif TARGET_PARAMETERS.match(name) and any(d is y for d in data):
+            arguments.append(y)
+            words.append(f"{name}=y")
+            data = [d for d in data if d is not y]
+        elif data:
+            value = data.pop(0)
+            arguments.append(value)
+            words.append(f"{name}={'x' if value is x else 'y'}")
+        else:
+            raise ProbeError("no-train-step", f"cannot tell what to pass to {name!r}: the verifier passes the "
+                             "model, an optimizer, and one synthetic batch (x, y or data/batch)")
+    return arguments, f"({', '.join(words)})"

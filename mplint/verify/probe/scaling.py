@@ -167,7 +167,7 @@ def check_loss_scaling_fit(policy: str, model, api, compiled_by_verifier: bool, 
     if result.status == "skip":
         result = Result("pass", f"model.optimizer is a LossScaleOptimizer{note}; {result.detail}", result.measured)
     else:
-        result.detail = f"model.optimizer is a LossScaleOptimizer{note}; train_on_batch: {result.detail}"
+        result.detail = f"model.optimizer is a LossScaleOptimizer{note}; fit: {result.detail}"
     result.measured["optimizer"] = name
     return result
 

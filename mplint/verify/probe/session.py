@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
+from . import tensors
 from .channel import Channel
 from .errors import ProbeError, describe, user_traceback
 from .kerasapi import MIXED, KerasAPI, default_keras, float32_policies, is_keras_model
@@ -53,29 +55,61 @@ def model_policy(api: KerasAPI, model) -> str:
     return api.policy_name(api.global_policy())
 
 
+def _import_backend(backend: str) -> str:
+    """Keras 3 on `backend` (jax, torch): its version, or why it cannot run."""
+    try:
+        import keras
+    except BaseException as exc:
+        raise ProbeError("no-keras", f"{sys.executable} cannot import Keras ({describe(exc)}): "
+                         f"pip install 'mplint[{backend}]' there, or pass --python") from None
+    running = getattr(getattr(keras, "backend", None), "backend", lambda: "tensorflow")()
+    if running != backend:
+        raise ProbeError("no-backend", f"Keras {getattr(keras, '__version__', '?')} runs on {running}, not {backend}: "
+                         "the --backend option needs Keras 3")
+    try:
+        module = __import__(backend)
+    except BaseException as exc:
+        raise ProbeError(f"no-{backend}", f"{sys.executable} cannot import {backend} ({describe(exc)}): "
+                         f"pip install 'mplint[{backend}]' there, or pass --python") from None
+    return str(getattr(module, "__version__", "unknown"))
+
+
 def run(request: dict, channel: Channel) -> None:
-    channel.stage("importing TensorFlow")
-    tf = _import_tensorflow()
-    import numpy as np
+    backend = tensors.backend()
+    if tensors.uses_tensorflow():
+        channel.stage("importing TensorFlow")
+        tf = _import_tensorflow()
+        backend_version = tf.__version__
+    else:
+        channel.stage(f"importing Keras with the {backend} backend")
+        backend_version = _import_backend(backend)
 
     default = _default_keras()
     preset = request.get("policy") or DEFAULT_POLICY
     default.set_global_policy(preset)
     preset_policy = default.global_policy()
-    tf.config.run_functions_eagerly(True)
-    tf.random.set_seed(0)
-    np.random.seed(0)
+    if tensors.uses_tensorflow():
+        tf.config.run_functions_eagerly(True)
+    tensors.set_seeds(0)
     set_random_seed = getattr(getattr(default.module, "utils", None), "set_random_seed", None)
     if set_random_seed is not None:  # the same initial weights on every run
         set_random_seed(0)
 
-    from .loading import find_model, find_train_step, import_target
+    from .loading import find_model, find_train_step, import_target, model_for_train_step
 
     display = request["display"]
     channel.stage(f"importing {display}")
     module = import_target(request)
     channel.stage(f"looking for a model in {display}")
-    model, entry = find_model(module, request, on_call=lambda name: channel.stage(f"building the model with {name}()"))
+    on_call = lambda name: channel.stage(f"building the model with {name}()")  # noqa: E731
+    train_step, step_name = find_train_step(module, request)
+    try:
+        model, entry = find_model(module, request, on_call=on_call)
+    except ProbeError as exc:
+        # A training script: the step is here, the model is built elsewhere (imported).
+        if exc.kind != "no-model" or train_step is None or request.get("attribute"):
+            raise
+        model, entry = model_for_train_step(module, train_step, step_name, on_call=on_call)
     api = KerasAPI.for_model(model)
     global_now = api.global_policy()
     policy = model_policy(api, model)
@@ -94,10 +128,10 @@ def run(request: dict, channel: Channel) -> None:
             f"no layer of the model runs under a mixed policy (global policy {global_name}); "
             "was the policy set after the layers were built?"
         )
-    train_step, step_name = find_train_step(module, request)
     channel.send(
         "info", entry_point=entry, policy=policy, policy_source=source, global_policy=global_name,
-        keras=str(api.major), keras_version=api.version, tensorflow=tf.__version__,
+        keras=str(api.major), keras_version=api.version, backend=backend, backend_version=backend_version,
+        tensorflow=backend_version if tensors.uses_tensorflow() else None,
         train_step=step_name, notes=notes, python=sys.executable,
     )
     _run_checks(request, channel, module, model, api, policy, train_step, step_name)
@@ -157,9 +191,12 @@ def _run_checks(request, channel, module, model, api, policy, train_step, step_n
     _emit(channel, "tensor-cores", _guarded("tensor-cores", check_tensor_cores, forward, multiple, batch_note))
     if policy not in MIXED:
         from .scaling import check_gradient_underflow, not_float16
+        from .updates import compare_updates
 
         _emit(channel, "loss-scaling", not_float16(policy))
         _emit(channel, "gradient-underflow", check_gradient_underflow(policy, None, None))
+        if not tensors.uses_tensorflow():
+            _emit(channel, "training-update", compare_updates(policy, None, None))
         return
     if train_step is not None:
         _custom_loop(request, channel, module, model, api, policy, train_step, step_name, forward, rng)
@@ -204,11 +241,24 @@ def _ordered(kinds: list) -> list:
     return kinds + [k for k in ("dense", "sparse", "categorical") if k not in kinds]
 
 
-def _custom_loop(request, channel, module, model, api, policy, train_step, step_name, forward, rng) -> None:
+@dataclass
+class _Loop:
+    """A custom training step and what it trains: the models it uses, their optimizers,
+    a synthetic batch for the first model, and how the call reads."""
+
+    models: list
+    optimizers: list
+    x: object
+    outputs: object
+    kinds: list
+    what: str
+    call_with: object  # y -> a function running one step
+
+
+def _loop(request, module, model, api, train_step, step_name, forward, rng) -> _Loop:
     from .data import synthetic_inputs
-    from .loading import referenced_globals
-    from .scaling import check_gradient_underflow, check_loss_scaling_custom, measured_step
-    from .training import find_optimizers, observe_steps
+    from .loading import referenced_globals, step_arguments
+    from .training import find_optimizers
 
     used = referenced_globals(train_step)
     loop_models = [obj for obj in used if is_keras_model(obj)] or [model]
@@ -223,18 +273,46 @@ def _custom_loop(request, channel, module, model, api, policy, train_step, step_
         outputs = loop_model(x, training=False)
     candidates = used + [getattr(m, "optimizer", None) for m in models] + list(vars(module).values())
     optimizers = find_optimizers(api, candidates)
+    _, shape = step_arguments(train_step, loop_model, optimizers, "x", "y")
+
+    def call_with(y):
+        return lambda: train_step(*step_arguments(train_step, loop_model, optimizers, x, y)[0])
+
+    return _Loop(models, optimizers, x, outputs, _ordered(_loss_kinds_from(api, used)), f"{step_name}{shape}", call_with)
+
+
+def _custom_loop(request, channel, module, model, api, policy, train_step, step_name, forward, rng) -> None:
+    """The module's own training step: measured from the tape and the optimizer on
+    TensorFlow, from its weight update against float32's on JAX and torch (updates.py)."""
+    from . import updates
+    from .loading import python_function
+    from .scaling import check_gradient_underflow, check_loss_scaling_custom, measured_step
+    from .training import observe_steps
+
+    loop = _loop(request, module, model, api, train_step, step_name, forward, rng)
     steps = max(int(request.get("steps") or 3), 1)
-    what = f"{step_name}(x, y)"
-    channel.stage(f"running {what} on synthetic batches under {policy}")
+    on_tensorflow = tensors.uses_tensorflow()
+    measure = observe_steps if on_tensorflow else updates.measure_step
+    channel.stage(f"running {loop.what} on synthetic batches under {policy}")
     mixed, y = _try_targets(
-        _ordered(_loss_kinds_from(api, used)), outputs, rng,
-        lambda y: observe_steps(lambda: train_step(x, y), api, models, optimizers, steps), what,
+        loop.kinds, loop.outputs, rng,
+        lambda y: measure(loop.call_with(y), api, loop.models, loop.optimizers, steps), loop.what,
     )
-    channel.stage(f"running {what} under the float32 policy (reference)")
-    reference = _reference(lambda: train_step(x, y), api, models, optimizers)
-    step = measured_step(mixed)
-    _emit(channel, "loss-scaling", check_loss_scaling_custom(policy, step, reference, api.major, what))
-    _emit(channel, "gradient-underflow", check_gradient_underflow(policy, step, reference))
+    channel.stage(f"running {loop.what} under the float32 policy (reference)")
+    if on_tensorflow:
+        reference = _reference(loop.call_with(y), api, loop.models, loop.optimizers)
+        step = measured_step(mixed)
+        _emit(channel, "loss-scaling", check_loss_scaling_custom(policy, step, reference, api.major, loop.what))
+        _emit(channel, "gradient-underflow", check_gradient_underflow(policy, step, reference))
+        return
+    namespaces = [vars(module), getattr(python_function(train_step), "__globals__", {})]
+    try:
+        reference = updates.reference_step(loop.call_with(y), api, loop.models, loop.optimizers, namespaces)
+    except Exception:
+        reference = None
+    _emit(channel, "loss-scaling", updates.check_loss_scaling_loop(policy, api, loop.optimizers, mixed, loop.what))
+    _emit(channel, "gradient-underflow", _not_observed())
+    _emit(channel, "training-update", updates.compare_updates(policy, mixed, reference, f"one {loop.what} step"))
 
 
 def _reference(step, api, models, optimizers):
@@ -247,33 +325,68 @@ def _reference(step, api, models, optimizers):
         return None
 
 
-def _fit_style(request, channel, model, api, policy, forward, rng) -> None:
-    from .data import loss_kind
-    from .scaling import check_gradient_underflow, check_loss_scaling_fit, measured_step
-    from .training import find_optimizers, observe_steps
-
+def _compile_if_needed(model) -> bool:
+    """Compile an uncompiled model (Adam, MSE) so it can train; whether the verifier did."""
     compiled_by_verifier = getattr(model, "optimizer", None) is None
     if compiled_by_verifier:
         model.compile(optimizer="adam", loss="mse")
+    return compiled_by_verifier
+
+
+def _target_kinds(model, forward) -> list:
+    """The kinds of synthetic targets to try, from the compiled loss(es)."""
+    from .data import loss_kind
+
     loss = getattr(model, "loss", None)
     if isinstance(loss, dict):
-        kinds_per_output = [loss_kind(loss.get(name)) for name in forward.names]
-        kinds = [kinds_per_output]
-    elif isinstance(loss, (list, tuple)) and len(loss) == len(forward.names):
-        kinds = [[loss_kind(l) for l in loss]]
-    else:
-        kinds = _ordered([loss_kind(loss)])
-    optimizers = find_optimizers(api, [model.optimizer])
+        return [[loss_kind(loss.get(name)) for name in forward.names]]
+    if isinstance(loss, (list, tuple)) and len(loss) == len(forward.names):
+        return [[loss_kind(l) for l in loss]]
+    return _ordered([loss_kind(loss)])
+
+
+FIT = "model.fit(x, y)"  # one step on one batch: train_step gets exactly what fit passes
+
+
+def _fit_style(request, channel, model, api, policy, forward, rng) -> None:
+    """The model trained by `fit`: measured from the tape and the optimizer on TensorFlow,
+    from one step's weight update against float32's on JAX and torch (updates.py)."""
+    from . import updates
+    from .scaling import check_gradient_underflow, check_loss_scaling_fit, measured_step
+    from .training import find_optimizers, observe_steps
+
+    compiled_by_verifier = _compile_if_needed(model)
     steps = max(int(request.get("steps") or 3), 1)
-    channel.stage(f"running model.train_on_batch on synthetic batches under {policy}")
     x = forward.inputs
-    mixed, y = _try_targets(
-        kinds, forward.outputs, rng,
-        lambda y: observe_steps(lambda: model.train_on_batch(x, y), api, [model], optimizers, steps),
-        "model.train_on_batch(x, y)",
-    )
-    channel.stage("running model.train_on_batch under the float32 policy (reference)")
-    reference = _reference(lambda: model.train_on_batch(x, y), api, [model], optimizers)
-    step = measured_step(mixed)
-    _emit(channel, "loss-scaling", check_loss_scaling_fit(policy, model, api, compiled_by_verifier, step, reference))
-    _emit(channel, "gradient-underflow", check_gradient_underflow(policy, step, reference))
+    on_tensorflow = tensors.uses_tensorflow()
+    optimizers = find_optimizers(api, [model.optimizer])
+
+    def measure(y):
+        if on_tensorflow:
+            return observe_steps(lambda: updates.fit_once(model, x, y), api, [model], optimizers, steps)
+        return updates.measure_fit_step(model, x, y, api, steps)
+
+    channel.stage(f"running {FIT} on synthetic batches under {policy}")
+    mixed, y = _try_targets(_target_kinds(model, forward), forward.outputs, rng, measure, FIT)
+    channel.stage(f"running {FIT} under the float32 policy (reference)")
+    if on_tensorflow:
+        reference = _reference(lambda: updates.fit_once(model, x, y), api, [model], optimizers)
+        step = measured_step(mixed)
+        _emit(channel, "loss-scaling", check_loss_scaling_fit(policy, model, api, compiled_by_verifier, step, reference))
+        _emit(channel, "gradient-underflow", check_gradient_underflow(policy, step, reference))
+        return
+    try:
+        reference = updates.reference_fit_step(model, x, y, api)
+    except Exception:
+        reference = None
+    _emit(channel, "loss-scaling", updates.check_loss_scaling_update(policy, api, model, compiled_by_verifier, mixed))
+    _emit(channel, "gradient-underflow", _not_observed())
+    _emit(channel, "training-update", updates.compare_updates(policy, mixed, reference))
+
+
+def _not_observed():
+    from .checks import Result
+
+    why = " (JAX traces them inside jit and cond)" if tensors.backend() == "jax" else ""
+    return Result("skip", f"the gradients the optimizer receives are not observed on {tensors.backend()}{why}; "
+                  "training-update compares the step's result with float32 instead")

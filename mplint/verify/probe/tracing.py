@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .tensors import flatten, same_values
+
 
 @dataclass
 class LayerCall:
@@ -27,14 +29,12 @@ class CallRecorder:
         self.calls: list[LayerCall] = []
 
     def _wrap(self, layer):
-        import tensorflow as tf
-
         original = layer.call
         calls = self.calls
 
         def recorded_call(*args, **kwargs):
             output = original(*args, **kwargs)
-            tensors = [t for t in tf.nest.flatten(list(args)) if hasattr(t, "shape") and hasattr(t, "dtype")]
+            tensors = [t for t in flatten(list(args)) if hasattr(t, "shape") and hasattr(t, "dtype")]
             calls.append(LayerCall(layer, tensors, output))
             return output
 
@@ -61,29 +61,13 @@ class CallRecorder:
         """The last call (before index `before`) that output this tensor: the very object,
         or, since a layer casts its inputs to its compute dtype before `call` sees them,
         a tensor of the same shape with the same values in the lower of the two precisions."""
-        import tensorflow as tf
-
         calls = self.calls[:before] if before is not None else self.calls
         for call in reversed(calls):
-            if any(t is tensor for t in tf.nest.flatten(call.output)):
+            if any(t is tensor for t in flatten(call.output)):
                 return call
         shape = tuple(getattr(tensor, "shape", ()))
         for call in reversed(calls):
-            if any(tuple(t.shape) == shape and same_values(t, tensor) for t in tf.nest.flatten(call.output)
+            if any(tuple(t.shape) == shape and same_values(t, tensor) for t in flatten(call.output)
                    if hasattr(t, "shape")):
                 return call
         return None
-
-
-def same_values(a, b) -> bool:
-    import tensorflow as tf
-
-    if not (hasattr(a, "dtype") and hasattr(b, "dtype") and hasattr(a, "shape") and hasattr(b, "shape")):
-        return False
-    if tuple(a.shape) != tuple(b.shape) or not (a.dtype.is_floating and b.dtype.is_floating):
-        return False
-    low = a.dtype if a.dtype.size <= b.dtype.size else b.dtype
-    try:
-        return bool(tf.reduce_all(tf.cast(a, low) == tf.cast(b, low)).numpy())
-    except Exception:
-        return False

@@ -1,6 +1,6 @@
 """One training step, measured: what the tape differentiates, what the optimizer receives.
 
-The step is the user's `train_step(x, y)` (custom loop) or `model.train_on_batch(x, y)`
+The step is the user's `train_step(x, y)` (custom loop) or one `model.fit(x, y)` step
 (what `fit` runs). Everything runs eagerly, with `tf.GradientTape.gradient` and the
 optimizers' `apply`/`apply_gradients` wrapped for the duration of the step, so the
 values are real: the tape's target, the gradients it returns, and the gradients the
@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .kerasapi import KerasAPI, variable_name
+from .patching import wrapped_methods
+from .tensors import to_numpy
 
 
 @dataclass
@@ -53,8 +55,8 @@ def scalar(value) -> float | None:
     if value is None:
         return None
     try:
-        array = np.asarray(value.numpy() if hasattr(value, "numpy") else value, dtype=np.float64)
-    except (TypeError, ValueError):
+        array = to_numpy(value)
+    except (TypeError, ValueError, RuntimeError):
         return None
     return float(array) if array.size == 1 else None
 
@@ -217,26 +219,19 @@ def random_layers_off(api: KerasAPI, models: list):
     """Run random layers in inference mode: their random draws depend on the compute dtype
     (a float16 dropout mask differs from a float32 one), and the float16 and float32 steps
     must compute the same function to be compared."""
-    wrapped = []
-    for model in models:
-        for layer in api.layers(model):
-            if not is_random_layer(layer) or "call" in vars(layer):
-                continue
-            original = layer.call
-            if not _accepts_training(original):
-                continue
+    def inference(original):
+        if not _accepts_training(original):
+            return None
 
-            def inference_call(*args, _original=original, **kwargs):
-                kwargs["training"] = False
-                return _original(*args, **kwargs)
+        def inference_call(*args, **kwargs):
+            kwargs["training"] = False
+            return original(*args, **kwargs)
 
-            object.__setattr__(layer, "call", inference_call)
-            wrapped.append(layer)
-    try:
+        return inference_call
+
+    layers = [layer for model in models for layer in api.layers(model) if is_random_layer(layer)]
+    with wrapped_methods(layers, "call", inference):
         yield
-    finally:
-        for layer in wrapped:
-            object.__delattr__(layer, "call")
 
 
 def observe_steps(step, api: KerasAPI, models: list, optimizers: list, steps: int, seed: int = 0) -> list:

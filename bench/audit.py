@@ -1,0 +1,271 @@
+"""The real-code precision audit: run mplint on checkouts of public repositories, draw a
+stratified sample of its findings, apply the hand-written labels, report precision.
+
+    python bench/audit.py run NAME [REPO_DIR ...]   # findings of this checkout -> bench/audit/runs/NAME.jsonl
+    python bench/audit.py sample NAME               # sample; unlabelled sampled findings -> labels.csv (verdict TODO)
+    python bench/audit.py report NAME [NAME ...]    # precision per rule of each run's sample; true findings lost
+
+Without REPO_DIR, `run` checks every folder under $MPLINT_AUDIT_ROOTS (colon-separated;
+default /work/corpus:/work/corpus-extra), one repository per folder, with its own
+settings. Nothing is fetched and nothing of the repositories is kept here: a run keeps
+mplint's findings, and a finding is keyed by repository, path, code and a hash of its
+normalised source line (whitespace removed), plus an occurrence number among equal
+keys. Keys survive line shifts and reformatting, so the labels (`bench/audit/labels.csv`)
+carry over to later runs; a finding whose message changed since it was labelled is
+listed for review, and a new finding drawn into the sample is appended unlabelled.
+
+The sample is deterministic: per repository and rule, the first `PER_STRATUM` findings
+in the order of the hash of their keys. Precision is true / (true + false); debatable
+findings are counted apart (and as not true in the strict figure).
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+AUDIT = os.path.join(HERE, "audit")
+RUNS = os.path.join(AUDIT, "runs")
+LABELS = os.path.join(AUDIT, "labels.csv")
+DEFAULT_ROOTS = "/work/corpus:/work/corpus-extra"
+PER_STRATUM = 3
+ENGINE_CODES = ("MP000", "MP900")
+LABEL_FIELDS = ["key", "repo", "path", "line", "code", "severity", "verdict", "fix", "category", "reason", "message"]
+VERDICTS = ("true", "false", "debatable")
+FIX_VERDICTS = ("correct", "wrong", "none")
+
+
+# -- findings and their keys ------------------------------------------------------------
+
+def _source_line(repo_dir: str, finding: dict) -> str:
+    """The finding's first source line (in its notebook cell for notebooks)."""
+    path = os.path.join(repo_dir, finding["filename"])
+    row = finding["location"]["row"]
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return ""
+    if finding.get("cell") is not None:
+        try:
+            cells = json.loads(text)["cells"]
+            source = cells[finding["cell"] - 1].get("source", "")
+            text = "".join(source) if isinstance(source, list) else source
+        except (ValueError, KeyError, IndexError, TypeError):
+            return ""
+    lines = text.splitlines()
+    return lines[row - 1] if 0 < row <= len(lines) else ""
+
+
+def snippet_hash(line: str) -> str:
+    return hashlib.sha1(re.sub(r"\s+", "", line).encode("utf-8")).hexdigest()[:12]
+
+
+def keyed(repo: str, repo_dir: str, findings: list[dict]) -> list[dict]:
+    """Findings with `repo` and a stable `key` (occurrences numbered by position)."""
+    ordered = sorted(findings, key=lambda f: (f["filename"], f.get("cell") or 0, f["location"]["row"],
+                                              f["location"]["column"], f["code"]))
+    seen: collections.Counter = collections.Counter()
+    out = []
+    for finding in ordered:
+        base = f"{repo}:{finding['filename']}" + (f":cell{finding['cell']}" if finding.get("cell") else "") \
+            + f":{finding['code']}:{snippet_hash(_source_line(repo_dir, finding))}"
+        seen[base] += 1
+        out.append({**finding, "repo": repo, "key": f"{base}:{seen[base]}"})
+    return out
+
+
+def run_mplint(repo_dir: str) -> list[dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mplint", "--no-cache", "--output-format", "json", "--exit-zero", "."],
+        cwd=repo_dir, capture_output=True, text=True,
+    )
+    try:
+        return json.loads(proc.stdout or "[]")
+    except json.JSONDecodeError:
+        raise SystemExit(f"mplint printed no JSON in {repo_dir}: {proc.stderr[-2000:]}")
+
+
+def repo_dirs(args: list[str]) -> list[str]:
+    if args:
+        return [os.path.abspath(a) for a in args]
+    found = []
+    for root in os.environ.get("MPLINT_AUDIT_ROOTS", DEFAULT_ROOTS).split(":"):
+        if os.path.isdir(root):
+            found += [os.path.join(root, n) for n in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, n))]
+    return found
+
+
+def run_path(name: str) -> str:
+    return os.path.join(RUNS, f"{name}.jsonl")
+
+
+def load_run(name: str) -> list[dict]:
+    with open(run_path(name), encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def command_run(name: str, args: list[str]) -> None:
+    os.makedirs(RUNS, exist_ok=True)
+    rows = []
+    for repo_dir in repo_dirs(args):
+        repo = os.path.basename(repo_dir.rstrip("/"))
+        findings = keyed(repo, repo_dir, run_mplint(repo_dir))
+        print(f"{repo}: {len(findings)} findings", file=sys.stderr)
+        rows += [{k: f[k] for k in ("key", "repo", "filename", "cell", "location", "code", "severity", "message")}
+                 | {"fix": f["fix"]["applicability"] if f.get("fix") else None} for f in findings]
+    with open(run_path(name), "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, sort_keys=True) + "\n")
+    print(f"{len(rows)} findings -> {os.path.relpath(run_path(name))}")
+
+
+# -- the sample ---------------------------------------------------------------------------
+
+def sample(findings: list[dict]) -> list[dict]:
+    strata: dict[tuple[str, str], list[dict]] = collections.defaultdict(list)
+    for f in findings:
+        if f["code"] not in ENGINE_CODES:
+            strata[(f["repo"], f["code"])].append(f)
+    chosen = []
+    for stratum in sorted(strata):
+        ranked = sorted(strata[stratum], key=lambda f: hashlib.sha1(f["key"].encode()).hexdigest())
+        chosen += ranked[:PER_STRATUM]
+    return sorted(chosen, key=lambda f: (f["code"], f["key"]))
+
+
+# -- labels --------------------------------------------------------------------------------
+
+def normalised_message(message: str) -> str:
+    """The message without numbers (line numbers, sizes) and spacing."""
+    return re.sub(r"\s+", " ", re.sub(r"\d+", "N", message)).strip()
+
+
+def load_labels() -> list[dict]:
+    if not os.path.exists(LABELS):
+        return []
+    with open(LABELS, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def save_labels(rows: list[dict]) -> None:
+    rows = sorted(rows, key=lambda r: (r["code"], r["key"], r["message"]))
+    with open(LABELS, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=LABEL_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def label_for(finding: dict, labels: dict[str, list[dict]]) -> tuple[dict | None, bool]:
+    """(label, exact): the label whose message matches the finding's, else the newest
+    label of its key (exact False: its message changed since it was labelled)."""
+    rows = labels.get(finding["key"], [])
+    message = normalised_message(finding["message"])
+    for row in rows:
+        if normalised_message(row["message"]) == message:
+            return row, True
+    return (rows[-1], False) if rows else (None, False)
+
+
+def by_key(rows: list[dict]) -> dict[str, list[dict]]:
+    table: dict[str, list[dict]] = collections.defaultdict(list)
+    for row in rows:
+        table[row["key"]].append(row)
+    return table
+
+
+def command_sample(name: str) -> None:
+    rows = load_labels()
+    labels = by_key(rows)
+    added = stale = 0
+    for f in sample(load_run(name)):
+        label, exact = label_for(f, labels)
+        if exact:
+            continue
+        if label is not None:
+            stale += 1
+            print(f"message changed since labelled ({label['verdict']}): {f['key']}\n  was: {label['message']}\n  now: {f['message']}")
+        rows.append({"key": f["key"], "repo": f["repo"], "path": f["filename"] + (f":cell{f['cell']}" if f.get("cell") else ""),
+                     "line": f["location"]["row"], "code": f["code"], "severity": f["severity"],
+                     "verdict": "TODO", "fix": "", "category": "", "reason": "", "message": f["message"]})
+        added += 1
+    save_labels(rows)
+    print(f"{added} sampled findings to label ({stale} of them relabels after a message change) in {os.path.relpath(LABELS)}")
+
+
+# -- the report -----------------------------------------------------------------------------
+
+def precision_table(name: str, labels: dict[str, list[dict]]) -> tuple[str, list[str]]:
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    todo = []
+    for f in sample(load_run(name)):
+        label, exact = label_for(f, labels)
+        if label is None or not exact or label["verdict"] not in VERDICTS:
+            todo.append(f["key"])
+            counts[f["code"]]["unlabelled"] += 1
+            continue
+        counts[f["code"]][label["verdict"]] += 1
+        if label["fix"] in ("correct", "wrong"):
+            counts[f["code"]][f"fix {label['fix']}"] += 1
+    lines = [f"| rule | sampled | true | false | debatable | precision | strict | fixes correct / wrong |",
+             "|---|---|---|---|---|---|---|---|"]
+    total: collections.Counter = collections.Counter()
+    for code in sorted(counts):
+        c = counts[code]
+        total.update(c)
+        lines.append(_row(code, c))
+    lines.append(_row("**all**", total))
+    return "\n".join(lines), todo
+
+
+def _row(code: str, c: collections.Counter) -> str:
+    sampled = c["true"] + c["false"] + c["debatable"] + c["unlabelled"]
+    judged = c["true"] + c["false"]
+    precision = f"{c['true'] / judged:.2f}" if judged else "-"
+    strict = f"{c['true'] / (judged + c['debatable']):.2f}" if judged + c["debatable"] else "-"
+    pending = f" ({c['unlabelled']} unlabelled)" if c["unlabelled"] else ""
+    return (f"| {code} | {sampled}{pending} | {c['true']} | {c['false']} | {c['debatable']} | {precision} | {strict} "
+            f"| {c['fix correct']} / {c['fix wrong']} |")
+
+
+def command_report(names: list[str]) -> None:
+    rows = load_labels()
+    labels = by_key(rows)
+    for name in names:
+        table, todo = precision_table(name, labels)
+        print(f"### {name}\n\n{table}\n")
+        if todo:
+            print(f"{len(todo)} sampled findings without a current label (run `sample {name}`)\n")
+    last = names[-1]
+    present = {f["key"] for f in load_run(last)}
+    lost = sorted({r["key"] for r in rows if r["verdict"] == "true"} - present)
+    print(f"true findings (labelled) missing from `{last}`: {len(lost)}")
+    for key in lost:
+        print(f"  {key}")
+    categories = collections.Counter(r["category"] for r in rows if r["verdict"] in ("false", "debatable") and r["category"])
+    if categories:
+        print("\nfalse/debatable labels by category (all labelled findings):")
+        for category, n in sorted(categories.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"  {category}: {n}")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 2 or argv[0] not in ("run", "sample", "report"):
+        raise SystemExit(__doc__)
+    if argv[0] == "run":
+        command_run(argv[1], argv[2:])
+    elif argv[0] == "sample":
+        command_sample(argv[1])
+    else:
+        command_report(argv[1:])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,79 @@
+"""What the rest of the project tells the facts of one module (the project index's side).
+
+The facts of a module ask the project only through this interface, so they work the
+same without one (a snippet, a file outside any project): every answer is then "nothing
+known". `mplint.project.index` implements it from the summaries of the other modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from mplint.facts.entries import External
+from mplint.facts.target import Target
+
+
+@dataclass(frozen=True)
+class ExternalValue:
+    """A constant defined in another module of the project (read, never edited)."""
+
+    value: object
+    where: str  # "config.py:3"
+    label: str  # "constant HIDDEN", "flag --hidden_size default", "argument `hidden` of `build(...)`"
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class ExternalOptimizer:
+    """An optimizer passed in from another module: what it was built as there."""
+
+    origin: str  # "built" or "compiled"
+    generation: str | None  # None (plain), "current", "experimental", "v1", "graph_rewrite"
+    kind: str  # "keras", "v1" or "unknown"
+    where: str
+
+
+class ProjectContext(Protocol):
+    module: str  # this module's dotted name in its project ("pkg.model")
+
+    def resolve(self, raw: str) -> str | None:
+        """A name as this module imports it (maybe relative: `.model.build`), as the
+        absolute name of a function, class or constant of a project module (re-exports
+        followed), or None if it is not the project's."""
+
+    def canonical(self, raw: str) -> str | None:
+        """A project name that re-exports a framework name (`pkg.utils.keras` ->
+        `tensorflow.keras`), or None."""
+
+    def exit_of(self, callee: str) -> frozenset | None:
+        """The symbolic policy state at the end of a project function (its effect)."""
+
+    def import_effect(self, module: str) -> frozenset | None:
+        """The effect on the policy of importing a project module (its top-level code),
+        symbolic; None if it is not the project's or has none."""
+
+    def external_flow(self) -> External | None:
+        """Concrete policy states of the places in other modules that run this
+        module's functions and instantiate its classes; None if there are none."""
+
+    def constant(self, name: str) -> ExternalValue | None:
+        """The value of a project constant (`pkg.config.HIDDEN`)."""
+
+    def flag_default(self, name: str) -> ExternalValue | None:
+        """The default of an absl flag defined in another module of the project."""
+
+    def target(self) -> "Target | None":
+        """The Keras the rest of the project targets, when its code says so."""
+
+    def mixed_policies(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        """(the mixed policies the rest of the project can bring into this module, the
+        files that set them)."""
+
+    def used_as_part(self, key: str) -> bool:
+        """Whether a call in another module uses the model this module's function (or
+        class) builds as a part of another model."""
+
+    def arguments(self, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
+        """What the calls of this module's `function` in other modules give `param`
+        (None for a call whose argument is not known)."""

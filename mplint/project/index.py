@@ -1,0 +1,802 @@
+"""The project index: cross-file facts, so a file checked alone is judged like the project.
+
+    index = ProjectIndex.for_path("src/pkg/model.py")   # the project holding a file
+    context = index.context_for(path)                   # what the facts of that file ask
+
+Three layers, each computed only when needed and kept on disk (`mplint.project.store`):
+
+1. *scans* (`mplint.project.scan`): a text look at every file of the project: imports,
+   top-level definitions, policy settings, Keras-target tokens. They give the import
+   graph and the modules that matter for policies: those that set one (tests aside) and
+   those that import them (they may call them), `policy_modules`.
+2. *tables* (`mplint.project.module_table`, Python's `ast`): what a module defines:
+   imports (re-exports are followed through them), functions and their parameters,
+   constants, absl flags. Read for the modules another module looks into.
+3. *summaries* (`mplint.facts.summary`, libcst and the module's own facts): where a
+   module runs other modules' functions, under which policy, with which arguments. Built
+   for the policy modules and for the callers of a function whose arguments are asked for.
+
+The policy entries of every function are solved once for the whole project
+(`mplint.facts.entries.solve` over the policy modules' flows), so the answer for a file
+does not depend on which files are being checked. Test modules set policies for
+themselves only: their calls are not followed into the modules they test. Files that do
+not parse are skipped (they are reported only when checked); symlink loops and
+unreadable folders are noted (`notes`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+from mplint.facts.entries import ENTRY, External, module_entry, solve, substitute
+from mplint.facts.project_context import ExternalOptimizer, ExternalValue
+from mplint.project.layout import module_name, project_files, project_root
+from mplint.project.scan import FileScan, scan_text
+from mplint.project.store import Store
+
+if TYPE_CHECKING:
+    from mplint.facts.target import Target
+
+_INDEXES: dict[tuple[str, bool], "ProjectIndex"] = {}  # per process: (root, cache) -> index
+_UNSET = object()
+
+
+class ProjectIndex:
+    def __init__(self, root: str, *, cache: bool = True, assumed_for: Callable[[str], str | None] | None = None,
+                 overlay: dict[str, str] | None = None) -> None:
+        self.root = root
+        self.store = Store(root, cache)
+        files = project_files(root)
+        self.notes: list[str] = list(files.notes)
+        self.paths = files.paths
+        self.path_of: dict[str, str] = {}
+        self.module_of: dict[str, str] = {}
+        self.packages: set[str] = set()
+        for path in self.paths:
+            name = module_name(root, path)
+            if name is None:
+                continue
+            self.module_of[path] = name
+            if name not in self.path_of or self.path_of[name].endswith(".ipynb"):
+                self.path_of[name] = path
+            if path.endswith("__init__.py"):
+                self.packages.add(name)
+        self.assumed_for = assumed_for or (lambda path: None)
+        self._overlay: dict[str, str] = dict(overlay or {})
+        self._scans: dict[str, FileScan] = {}
+        self._texts: dict[str, str | None] = {}  # files read by this index
+        self._tables: dict[str, dict | None] = {}
+        self._summaries: dict[str, dict | None] = {}
+        self._building: set[str] = set()
+        self._importers: dict[str, set[str]] | None = None
+        self._imports: dict[str, set[str]] = {}
+        self._resolved: dict[tuple[str, str], str | None] = {}
+        self._policy_modules: set[str] | None = None
+        self._solution: tuple[dict, dict] | None = None
+        self._externals: dict[str, External | None] = {}
+        self._target: object = _UNSET
+
+    @classmethod
+    def for_path(cls, path: str, *, cache: bool = True, assumed_for: Callable[[str], str | None] | None = None,
+                 fresh: bool = False) -> "ProjectIndex":
+        """The index of the project holding `path` (one per project and process; `fresh`
+        builds it again, as a new run does, instead of reusing this process's)."""
+        root = project_root(os.path.dirname(os.path.abspath(path)))
+        key = (root, cache)
+        index = _INDEXES.get(key)
+        if index is None or fresh:
+            index = _INDEXES[key] = cls(root, cache=cache, assumed_for=assumed_for)
+        elif assumed_for is not None:
+            index.assumed_for = assumed_for
+        return index
+
+    # -- reading files -------------------------------------------------------------------
+    def set_text(self, path: str, text: str | None) -> None:
+        """An editor's buffer for `path` (None: back to the file on disk). What was
+        derived from the file is recomputed; the project-wide policy solution too when
+        the edit can change it (the file's imports, the policies it sets, a module of
+        the solution)."""
+        path = os.path.abspath(path)
+        if text is not None and self._overlay.get(path) == text:
+            return
+        if text is None:
+            self._overlay.pop(path, None)
+        else:
+            self._overlay[path] = text
+        module = self.module_of.get(path)
+        if module is None and path.endswith((".py", ".ipynb")) and path.startswith(self.root + os.sep):
+            module = module_name(self.root, path)
+            if module is not None:
+                self.paths.append(path)
+                self.module_of[path] = module
+                self.path_of.setdefault(module, path)
+                if path.endswith("__init__.py"):
+                    self.packages.add(module)
+        self._texts.pop(path, None)
+        old = self._scans.pop(path, None)
+        new = self.scan(path)
+        self._resolved.clear()
+        self._externals.clear()
+        self._target = _UNSET
+        if module is None:
+            return
+        self._tables.pop(module, None)
+        self._summaries.pop(module, None)
+        in_solution = self._solution is not None and module in self._solution[0]
+        if old is None or old.imports != new.imports or old.sets_policy != new.sets_policy or in_solution:
+            self._summaries.clear()
+            self._importers = None
+            self._imports.clear()
+            self._policy_modules = None
+            self._solution = None
+        else:
+            for importer in self.importers_of(module):
+                self._summaries.pop(importer, None)
+
+    def _relpath(self, path: str) -> str:
+        return os.path.relpath(path, self.root)
+
+    def _stat(self, path: str) -> tuple[int, int] | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        return info.st_mtime_ns, info.st_size
+
+    def _entry(self, path: str) -> tuple[dict[str, Any], str | None]:
+        """(the store entry of a file, its text if it had to be read now)."""
+        if path in self._overlay:
+            return {}, self._overlay[path]
+        stat = self._stat(path)
+        relpath = self._relpath(path)
+        if stat is not None:
+            entry = self.store.entry(relpath, stat)
+            if entry is not None:
+                return entry, None
+        data = self._read(path)
+        if data is None:
+            return {}, None
+        entry = self.store.fresh(relpath, stat or (0, 0), data)
+        text = self._decode(path, data)
+        if len(data) < 262_144:  # kept for the table and summary that may follow
+            self._texts[path] = text
+        return entry, text
+
+    def _read(self, path: str) -> bytes | None:
+        from mplint.source import read_bytes
+
+        try:
+            return read_bytes(path)
+        except Exception:  # unreadable, too large, a folder: no facts from it
+            return None
+
+    def _decode(self, path: str, data: bytes) -> str | None:
+        from mplint.source import SourceError, load_document
+
+        try:
+            return load_document(path, data).text
+        except (SourceError, UnicodeDecodeError, ValueError):
+            return None
+
+    def text(self, path: str) -> str | None:
+        """The file's text (an editor's buffer first); read once per index."""
+        if path in self._overlay:
+            return self._overlay[path]
+        if path not in self._texts:
+            data = self._read(path)
+            self._texts[path] = self._decode(path, data) if data is not None else None
+        return self._texts[path]
+
+    def scan(self, path: str) -> FileScan:
+        found = self._scans.get(path)
+        if found is None:
+            entry, text = self._entry(path)
+            if "scan" in entry and text is None:
+                found = FileScan.from_json(entry["scan"])
+            else:
+                if text is None and entry:
+                    text = self.text(path)
+                found = scan_text(text or "", path)
+                if entry is not None and path not in self._overlay:
+                    entry["scan"] = found.to_json()
+                    self.store.touched()
+            self._scans[path] = found
+        return found
+
+    def table(self, module: str) -> dict | None:
+        """What a module defines (imports, functions, constants, flags); None if it does
+        not parse."""
+        if module in self._tables:
+            return self._tables[module]
+        from mplint.project.module_table import build_table
+
+        path = self.path_of.get(module)
+        table = None
+        if path is not None:
+            entry, text = self._entry(path)
+            if "table" in entry and text is None:
+                table = entry["table"]
+            else:
+                if text is None:
+                    text = self.text(path)
+                table = build_table(text) if text is not None and not path.endswith(".ipynb") else None
+                if path not in self._overlay:
+                    entry["table"] = table
+                    self.store.touched()
+        self._tables[module] = table
+        return table
+
+    # -- the import graph -------------------------------------------------------------------
+    def imports_of(self, module: str) -> set[str]:
+        """The project modules a module imports (directly)."""
+        found = self._imports.get(module)
+        if found is None:
+            found = set()
+            path = self.path_of.get(module)
+            if path is not None:
+                for level, name, names in self.scan(path).imports:
+                    base = self._absolute_module(module, level, name)
+                    if base is None:
+                        continue
+                    for candidate in (base, *(f"{base}.{n}" if base else n for n in names)):
+                        if candidate in self.path_of and candidate != module:
+                            found.add(candidate)
+            self._imports[module] = found
+        return found
+
+    def importers_of(self, module: str) -> set[str]:
+        if self._importers is None:
+            graph: dict[str, set[str]] = {}
+            for name in self.path_of:
+                for imported in self.imports_of(name):
+                    graph.setdefault(imported, set()).add(name)
+            self._importers = graph
+        return self._importers.get(module, set())
+
+    def _absolute_module(self, module: str, level: int, name: str) -> str | None:
+        if level == 0:
+            return name
+        parts = module.split(".")
+        if module not in self.packages:
+            parts = parts[:-1]
+        if level - 1 > len(parts):
+            return None
+        base = parts[: len(parts) - (level - 1)]
+        return ".".join([*base, name] if name else base)
+
+    def is_test(self, module: str) -> bool:
+        path = self.path_of.get(module)
+        return path is None or self.scan(path).test
+
+    # -- names ---------------------------------------------------------------------------------
+    def absolute(self, module: str, raw: str) -> str | None:
+        """A name as `module` imports it, with relative imports made absolute."""
+        if not raw.startswith("."):
+            return raw
+        level = len(raw) - len(raw.lstrip("."))
+        return self._absolute_module(module, level, raw[level:])
+
+    def locate(self, name: str) -> tuple[str, str] | None:
+        """(project module, the rest) for the longest module prefix of a dotted name."""
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            candidate = ".".join(parts[:cut])
+            if candidate in self.path_of:
+                return candidate, ".".join(parts[cut:])
+        return None
+
+    def resolve(self, module: str, raw: str, depth: int = 0) -> str | None:
+        """The project function, class or constant a name imported by `module` means
+        (`module:rest` form as a dotted name), following re-exports; None if it is not
+        the project's."""
+        key = (module, raw)
+        if key in self._resolved:
+            return self._resolved[key]
+        self._resolved[key] = None  # cycles
+        found = self._resolve(module, raw, depth)
+        self._resolved[key] = found
+        return found
+
+    def _resolve(self, module: str, raw: str, depth: int) -> str | None:
+        name = self.absolute(module, raw)
+        if name is None or depth > 8:
+            return None
+        located = self.locate(name)
+        if located is None:
+            return None
+        owner, rest = located
+        if not rest:
+            return None  # a module, not a definition
+        table = self.table(owner)
+        if table is None:
+            return None
+        head, _, tail = rest.partition(".")
+        if head in table["definitions"] or rest in table["constants"] or head in table["constants"]:
+            return name
+        target = table["imports"].get(head)
+        if target is not None:
+            return self.resolve(owner, target + (f".{tail}" if tail else ""), depth + 1)
+        return None
+
+    def canonical(self, module: str, raw: str, depth: int = 0) -> str | None:
+        """The framework name a project name re-exports (`pkg.utils.keras.layers` ->
+        `tensorflow.keras.layers` when pkg/utils.py does `from tensorflow import keras`)."""
+        name = self.absolute(module, raw)
+        if name is None or depth > 8:
+            return None
+        located = self.locate(name)
+        if located is None:
+            return None if raw.startswith(".") else None
+        owner, rest = located
+        table = self.table(owner) if rest else None
+        if table is None:
+            return None
+        head, _, tail = rest.partition(".")
+        target = table["imports"].get(head)
+        if target is None:
+            return None
+        target_name = self.absolute(owner, target)
+        if target_name is None:
+            return None
+        full = target_name + (f".{tail}" if tail else "")
+        if self.locate(full) is None:
+            return full  # left the project: a framework (or other library) name
+        return self.canonical(owner, full, depth + 1)
+
+    # -- policies ---------------------------------------------------------------------------
+    @property
+    def policy_modules(self) -> set[str]:
+        """The modules (tests aside) whose code can change the global policy: those that
+        set one, and, upwards, the importers that call their policy-changing functions
+        (or import a module that sets it at import time). Only their calls can carry a
+        policy into other modules."""
+        if self._policy_modules is None:
+            found: set[str] = set()
+            self._policy_modules = found  # grows while it is computed (see `exit_of`)
+            queue = sorted(m for m, p in self.path_of.items() if not self.scan(p).test and self.scan(p).sets_policy)
+            found.update(queue)
+            while queue:
+                module = queue.pop(0)
+                flow = self._flow(module)
+                if flow is None:
+                    continue
+                names = {key.split(".")[0].split("#")[0] for key, f in flow.functions.items() if f.effect != frozenset({ENTRY})}
+                at_import = flow.exit != frozenset({ENTRY})
+                if not names and not at_import:
+                    continue
+                for importer in sorted(self.importers_of(module)):
+                    if importer in found or self.is_test(importer):
+                        continue
+                    text = self.text(self.path_of[importer]) or ""
+                    if at_import or any(name in text for name in names):
+                        found.add(importer)
+                        queue.append(importer)
+                        self._summaries.pop(importer, None)
+        return self._policy_modules
+
+    def summary(self, module: str) -> dict | None:
+        """Where a module runs other modules' code (libcst; None if it does not parse).
+
+        Built after the summaries it relies on (the policy modules it imports, whose
+        effects its flow applies), with an explicit stack: import chains can be deep."""
+        if module in self._summaries:
+            return self._summaries[module]
+        if module in self._building:
+            return None  # an import cycle: no facts from the half-built module
+        stack = [module]
+        while stack:
+            current = stack[-1]
+            if current in self._summaries:
+                stack.pop()
+                continue
+            if current not in self._building:
+                self._building.add(current)
+                needed = [
+                    m for m in sorted(self.imports_of(current))
+                    if m in (self._policy_modules or ()) and m not in self._summaries and m not in self._building
+                ]
+                if needed:
+                    stack.extend(needed)
+                    continue
+            stack.pop()
+            path = self.path_of.get(current)
+            try:
+                self._summaries[current] = self._stored_summary(current, path) if path is not None else None
+            finally:
+                self._building.discard(current)
+        return self._summaries[module]
+
+    def _stored_summary(self, module: str, path: str) -> dict | None:
+        from mplint.facts.summary import SUMMARY_VERSION
+
+        entry, text = self._entry(path)
+        stored = entry.get("summary")
+        if text is None and isinstance(stored, dict) and stored.get("version") == SUMMARY_VERSION \
+                and self._deps_hold(module, stored.get("deps", {})):
+            return stored.get("data")
+        if text is None:
+            text = self.text(path)
+        if text is None:
+            return None
+        built = self._build_summary(module, path, text)
+        if path not in self._overlay:
+            entry["summary"] = {"version": SUMMARY_VERSION, "data": built[0], "deps": built[1]} if built else None
+            self.store.touched()
+        return built[0] if built else None
+
+    def _build_summary(self, module: str, path: str, text: str) -> tuple[dict, dict] | None:
+        import libcst as cst
+
+        from mplint.facts.module import ModuleFacts
+        from mplint.facts.summary import build_summary
+
+        try:
+            tree = cst.parse_module(text)
+        except Exception:  # does not parse: no facts (reported only when checked)
+            return None
+        context = ModuleContext(self, module, record=True)
+        try:
+            facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed_for(path), project=context)
+            return build_summary(facts), context.deps
+        except (RecursionError, MemoryError) as exc:
+            self.notes.append(f"{os.path.relpath(path)}: no project facts read from it ({type(exc).__name__})")
+            return None
+
+    def _deps_hold(self, module: str, deps: dict) -> bool:
+        for raw, name in deps.get("resolved", {}).items():
+            if self.resolve(module, raw) != name:
+                return False
+        for callee, effect in deps.get("exits", {}).items():
+            if callee.startswith("import "):
+                found = self.import_effect(module, callee[len("import "):])
+            else:
+                found = self.exit_of(callee)
+            if (sorted(found) if found is not None else None) != effect:
+                return False
+        return True
+
+    def _flow(self, module: str):
+        from mplint.facts.summary import flow_from_json
+
+        summary = self.summary(module)
+        return flow_from_json(summary["flow"]) if summary is not None else None
+
+    def definition(self, name: str) -> tuple[str, str, str] | None:
+        """(module, key, "function" or "class") of a resolved project name."""
+        located = self.locate(name)
+        if located is None:
+            return None
+        module, rest = located
+        table = self.table(module)
+        if table is None or not rest:
+            return None
+        if rest in table["functions"]:
+            return module, rest, "function"
+        if "." not in rest and table["definitions"].get(rest) == "class":
+            return module, rest, "class"
+        return None
+
+    def import_effect(self, module: str, raw: str) -> frozenset | None:
+        """What importing a project module does to the policy: its top-level code's effect."""
+        name = self.absolute(module, raw)
+        if name is None or name not in self.path_of or name == module or name not in self.policy_modules:
+            return None
+        flow = self._flow(name)
+        return flow.exit if flow is not None else None
+
+    def exit_of(self, callee: str) -> frozenset | None:
+        """The effect of calling a project function: the symbolic state at its end."""
+        found = self.definition(callee)
+        if found is None or found[2] != "function" or found[0] not in self.policy_modules:
+            return None
+        flow = self._flow(found[0])
+        if flow is None or found[1] not in flow.functions:
+            return None
+        return flow.functions[found[1]].effect
+
+    def _solve(self) -> tuple[dict, dict]:
+        """Entries of every function the project runs under a policy it sets: the
+        policy modules' flows, then (until nothing new is reached) the flows of the
+        modules their calls reach with a mixed policy, at any depth."""
+        if self._solution is None:
+            flows: dict = {}
+            pending = set(self.policy_modules)
+            entries: dict = {}
+            starts = {}
+            while pending:
+                for module in sorted(pending):
+                    flow = self._flow(module)
+                    if flow is not None:
+                        flows[module] = flow
+                        starts[module] = module_entry(self.assumed_for(self.path_of[module]))
+                entries = solve(flows, starts, callee_of=lambda _, callee: self.definition(callee))
+                pending = set()
+                for module, flow in flows.items():
+                    for caller, callee, state in flow.outgoing:
+                        target = self.definition(callee)
+                        if target is None or target[0] in flows or target[0] in pending or self.is_test(target[0]):
+                            continue
+                        caller_entry = starts[module] if caller == "" else entries.get((module, caller), frozenset())
+                        if any(n.startswith("mixed_") for n in substitute(state, caller_entry)):
+                            pending.add(target[0])
+            self._solution = (flows, entries)
+        return self._solution
+
+    def external_flow(self, module: str) -> External | None:
+        """Concrete states of the places in other (policy) modules that run `module`'s
+        functions or instantiate its classes."""
+        if module in self._externals:
+            return self._externals[module]
+        flows, entries = self._solve()
+        external = External()
+        for caller_module, flow in flows.items():
+            if caller_module == module:
+                continue
+            entry = module_entry(self.assumed_for(self.path_of[caller_module]))
+            for caller, callee, state in flow.outgoing:
+                target = self.definition(callee)
+                if target is None or target[0] != module:
+                    continue
+                caller_entry = entry if caller == "" else entries.get((caller_module, caller), frozenset())
+                concrete = substitute(state, caller_entry)
+                bucket = external.constructions if target[2] == "class" else external.sites
+                bucket[target[1]] = bucket.get(target[1], frozenset()) | concrete
+            if module in self.imports_of(caller_module):
+                external.after |= substitute(flow.exit, entry)
+        found = external if (external.sites or external.constructions or external.after) else None
+        self._externals[module] = found
+        return found
+
+    def mixed_policies(self, module: str) -> tuple[frozenset[str], tuple[str, ...]]:
+        """Mixed policies other modules can bring into `module` (their callers' states,
+        the effects of the project functions it may call), and the setters' files."""
+        names: set[str] = set()
+        external = self.external_flow(module)
+        if external is not None:
+            for state in (*external.sites.values(), *external.constructions.values(), external.after):
+                names |= state
+        for imported in self.imports_of(module):
+            if imported in self.policy_modules:
+                flow = self._flow(imported)
+                if flow is not None:
+                    for function in flow.functions.values():
+                        names |= function.effect
+        mixed = frozenset(n for n in names if n.startswith("mixed_"))
+        if not mixed:
+            return frozenset(), ()
+        setters = sorted(
+            os.path.relpath(self.path_of[m]) for m in self.policy_modules
+            if m != module and self.scan(self.path_of[m]).sets_policy
+        )
+        return mixed, tuple(setters)
+
+    def target(self) -> "Target | None":
+        """What the project's code says about the Keras it targets (tests aside)."""
+        if self._target is _UNSET:
+            from mplint.facts.target import KERAS2, KERAS3, Target
+
+            keras2, keras3 = [], []
+            for path in self.paths:
+                scan = self.scan(path)
+                if scan.test:
+                    continue
+                relative = os.path.relpath(path)
+                if scan.legacy_keras:
+                    keras2.append(f"{relative} sets TF_USE_LEGACY_KERAS")
+                elif scan.tf_keras:
+                    keras2.append(f"{relative} imports tf_keras")
+                elif scan.keras2_only:
+                    keras2.append(f"{relative} uses Keras-2-only APIs")
+                if scan.keras3_only:
+                    keras3.append(f"{relative} uses Keras-3-only APIs")
+            found = None
+            if keras2 and not keras3:
+                found = Target(KERAS2, f"the project: {keras2[0]}")
+            elif keras3 and not keras2:
+                found = Target(KERAS3, f"the project: {keras3[0]}")
+            self._target = found
+        return self._target  # type: ignore[return-value]
+
+    # -- values ----------------------------------------------------------------------------
+    def _where(self, module: str, row: int) -> str:
+        path = self.path_of.get(module, module)
+        return f"{os.path.relpath(path)}:{row}" if row else os.path.relpath(path)
+
+    def constant(self, name: str) -> ExternalValue | None:
+        located = self.locate(name)
+        if located is None:
+            return None
+        module, rest = located
+        table = self.table(module)
+        if table is None or rest not in table["constants"]:
+            return None
+        value, row = table["constants"][rest]
+        return ExternalValue(value, self._where(module, row), f"constant {rest}", rest.rsplit(".", 1)[-1])
+
+    def flag_default(self, name: str) -> ExternalValue | None:
+        """An absl flag's default, when exactly one non-test module of the project
+        defines it."""
+        found = []
+        for module, path in self.path_of.items():
+            scan = self.scan(path)
+            if name in scan.flags and not scan.test:
+                table = self.table(module)
+                if table is not None and name in table["flags"]:
+                    found.append((module, table["flags"][name]))
+        if len(found) != 1:
+            return None
+        module, (value, row) = found[0]
+        return ExternalValue(value, self._where(module, row), f"flag --{name} default", name)
+
+    def arguments(self, module: str, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
+        """What calls of `module`'s `function` in other (non-test) modules give `param`."""
+        table = self.table(module)
+        if table is None or function not in table["functions"]:
+            return []
+        signature = table["functions"][function]
+        params = signature["params"]
+        if param not in params:
+            return []
+        position = params.index(param) - (1 if signature["bound"] else 0)
+        top = function.split(".")[0].split("#")[0]
+        owner = function.rsplit(".", 1)[0] if "." in function and function.endswith(".__init__") else None
+        found: list[ExternalValue | ExternalOptimizer | None] = []
+        for importer in sorted(self._callers_of(module, top)):
+            summary = self.summary(importer)
+            if summary is None:
+                continue
+            flow = summary["flow"]
+            for (caller, callee, _), call in zip(flow["outgoing"], summary["calls"]):
+                target = self.definition(callee)
+                if target is None or target[0] != module:
+                    continue
+                if not (target[1] == function or (owner is not None and target[2] == "class" and target[1] == owner)):
+                    continue
+                found.append(self._argument(importer, call, function, param, position))
+        return found
+
+    def used_as_part(self, module: str, key: str) -> bool:
+        """Whether a call of `module`'s function or class `key` in another (non-test)
+        module uses what it returns as a part of another model."""
+        top = key.split(".")[0].split("#")[0]
+        for importer in sorted(self._callers_of(module, top)):
+            summary = self.summary(importer)
+            if summary is None:
+                continue
+            for (_, callee, _), call in zip(summary["flow"]["outgoing"], summary["calls"]):
+                target = self.definition(callee)
+                if target is not None and target[0] == module and target[1] == key and call.get("part"):
+                    return True
+        return False
+
+    def _callers_of(self, module: str, name: str) -> set[str]:
+        """Non-test modules that import `module` (or a package re-exporting from it) and
+        mention `name`."""
+        candidates = set(self.importers_of(module))
+        for importer in list(candidates):
+            if importer in self.packages:
+                candidates |= self.importers_of(importer)
+        found = set()
+        for candidate in candidates:
+            path = self.path_of[candidate]
+            if self.is_test(candidate):
+                continue
+            if name in (self.text(path) or ""):
+                found.add(candidate)
+        return found
+
+    def _argument(self, importer: str, call: dict, function: str, param: str,
+                  position: int) -> ExternalValue | ExternalOptimizer | None:
+        args = call.get("args")
+        if args is None:
+            return None
+        given = call["kwargs"].get(param)
+        if given is None and 0 <= position < len(args):
+            given = args[position]
+        if not isinstance(given, dict):
+            return None
+        where = self._where(importer, call.get("row", 0))
+        if "value" in given:
+            name = function.rsplit(".", 1)[0] if function.endswith(".__init__") else function
+            return ExternalValue(given["value"], where, f"argument `{param}` of `{name}(...)`", param)
+        origin, generation, kind = given["optimizer"]
+        return ExternalOptimizer(origin, generation, kind, where)
+
+    # -- what a file is checked with --------------------------------------------------------
+    def dependency_key(self, path: str) -> str:
+        """What the findings of a file depend on outside it, for the findings cache: the
+        policies the project brings in, and the files it reads facts from (the modules
+        it imports, the packages those re-export through, its callers)."""
+        module = self.module_of.get(os.path.abspath(path))
+        if module is None:
+            return ""
+        related = set(self.imports_of(module)) | {m for m in self.importers_of(module) if not self.is_test(m)}
+        for imported in list(related):
+            if imported in self.packages:
+                related |= self.imports_of(imported)
+        parts = [repr(self.mixed_policies(module))]
+        external = self.external_flow(module)
+        if external is not None:
+            parts.append(repr(sorted((k, sorted(v)) for k, v in external.sites.items())))
+            parts.append(repr(sorted((k, sorted(v)) for k, v in external.constructions.items())))
+            parts.append(repr(sorted(external.after)))
+        for other in sorted(related):
+            other_path = self.path_of[other]
+            parts.append(f"{other}:{self._overlay.get(other_path, '') and hash(self._overlay[other_path])}:{self._stat(other_path)}")
+        return "|".join(parts)
+
+
+    def context_for(self, path: str) -> "ModuleContext | None":
+        module = self.module_of.get(os.path.abspath(path))
+        return ModuleContext(self, module) if module is not None else None
+
+    def save(self) -> str | None:
+        return self.store.save()
+
+
+class ModuleContext:
+    """`mplint.facts.project_context.ProjectContext` for one module of an index."""
+
+    def __init__(self, index: ProjectIndex, module: str, record: bool = False) -> None:
+        self.index = index
+        self.module = module
+        self.deps: dict[str, dict] = {"resolved": {}, "exits": {}} if record else {}
+        self._record = record
+
+    def resolve(self, raw: str) -> str | None:
+        found = self.index.resolve(self.module, raw)
+        if self._record:
+            self.deps["resolved"][raw] = found
+        return found
+
+    def canonical(self, raw: str) -> str | None:
+        return self.index.canonical(self.module, raw)
+
+    def import_effect(self, module: str, raw: str) -> frozenset | None:
+        """What importing a project module does to the policy: its top-level code's effect."""
+        name = self.absolute(module, raw)
+        if name is None or name not in self.path_of or name == module or name not in self.policy_modules:
+            return None
+        flow = self._flow(name)
+        return flow.exit if flow is not None else None
+
+    def import_effect(self, module: str) -> frozenset | None:
+        found = self.index.import_effect(self.module, module)
+        if self._record:
+            self.deps["exits"]["import " + module] = sorted(found) if found is not None else None
+        return found
+
+    def exit_of(self, callee: str) -> frozenset | None:
+        found = self.index.exit_of(callee)
+        if self._record:
+            self.deps["exits"][callee] = sorted(found) if found is not None else None
+        return found
+
+    def external_flow(self) -> External | None:
+        if self._record:
+            return None  # a summary is the module's own flow, not what others make of it
+        return self.index.external_flow(self.module)
+
+    def constant(self, name: str) -> ExternalValue | None:
+        return self.index.constant(name)
+
+    def flag_default(self, name: str) -> ExternalValue | None:
+        return self.index.flag_default(name)
+
+    # A summary says what the module itself does: what its callers give it, or do with
+    # what it returns, is not part of it (and asking would summarise them in turn).
+    def arguments(self, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
+        return [] if self._record else self.index.arguments(self.module, function, param)
+
+    def used_as_part(self, key: str) -> bool:
+        return False if self._record else self.index.used_as_part(self.module, key)
+
+    def target(self):
+        return self.index.target()
+
+    def mixed_policies(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        if self._record:
+            return frozenset(), ()
+        return self.index.mixed_policies(self.module)
+

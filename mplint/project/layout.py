@@ -1,0 +1,104 @@
+"""Where a project is and what its modules are called.
+
+- The project root is the nearest folder above a path with `pyproject.toml`,
+  `setup.cfg`, `setup.py` or `.git`; a path with none above it is its own folder's
+  project (a loose folder of scripts).
+- A module's dotted name is its path under the root (or under `src/` for the src
+  layout); `__init__.py` names its package.
+- The project's files are the `.py` and `.ipynb` files under the root, without the
+  default excludes (`.git`, virtual environments, `build`, `site-packages`, ...);
+  symlinked folders are not followed (no loops), and a walk stops at `MAX_FILES`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from mplint.config import DEFAULT_EXCLUDE
+
+MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+MAX_FILES = 50_000
+_EXCLUDED = frozenset(DEFAULT_EXCLUDE) | {"env", ".env", ".direnv", ".git"}
+
+
+@lru_cache(maxsize=4096)
+def project_root(folder: str) -> str:
+    """The project root of a folder (memoised: the files of one tree list each ancestor
+    once)."""
+    current = folder
+    while True:
+        try:
+            names = set(os.listdir(current))
+        except OSError:
+            names = set()
+        if names & set(MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return folder
+        current = parent
+
+
+def module_name(root: str, path: str) -> str | None:
+    """`pkg.sub.mod` for `<root>/pkg/sub/mod.py` (or `<root>/src/pkg/...`); None for a
+    path outside the root or not a Python module name."""
+    relative = os.path.relpath(path, root)
+    if relative.startswith(".."):
+        return None
+    parts = relative.replace(os.sep, "/").split("/")
+    if parts[0] == "src" and len(parts) > 1:
+        parts = parts[1:]
+    last = parts[-1]
+    for suffix in (".py", ".ipynb"):
+        if last.endswith(suffix):
+            parts[-1] = last[: -len(suffix)]
+            break
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or not all(p.isidentifier() for p in parts[:-1]):
+        return None
+    return ".".join(parts)
+
+
+@dataclass
+class ProjectFiles:
+    root: str
+    paths: list[str] = field(default_factory=list)  # absolute, sorted
+    notes: list[str] = field(default_factory=list)  # what could not be walked, and why
+
+
+def project_files(root: str) -> ProjectFiles:
+    """Every `.py`/`.ipynb` file of the project, in sorted order."""
+    found = ProjectFiles(root)
+    stack = [root]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        folder = stack.pop()
+        try:
+            info = os.stat(folder)
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            found.notes.append(f"{folder}: cannot list: {exc.strerror or exc}")
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        folders = []
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if name not in _EXCLUDED and not name.endswith(".egg-info"):
+                        folders.append(entry.path)
+                elif name.endswith((".py", ".ipynb")) and entry.is_file():
+                    found.paths.append(entry.path)
+            except OSError:
+                continue
+        if len(found.paths) > MAX_FILES:
+            found.notes.append(f"{root}: more than {MAX_FILES} files; the rest are not read for project facts")
+            break
+        stack.extend(reversed(folders))
+    found.paths.sort()
+    return found

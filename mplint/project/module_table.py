@@ -1,0 +1,138 @@
+"""What a module defines, read with Python's own parser (`ast`, about 10x faster than libcst).
+
+For any module another module looks into: its imports (to follow re-exports), the
+functions and classes it defines (with the parameters of each function, named like
+`mplint.facts.call_graph` names them: `build`, `Trainer.train_step`,
+`main.<locals>.step`), its constants (module-level names and `Class.ATTR` bound once to
+a literal, or to a dict/list/tuple of literals) and the defaults of the absl flags it
+defines. A module that does not parse has no table (its facts are skipped).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+_LITERALS = (int, float, str, bool, type(None))
+
+
+def build_table(text: str) -> dict[str, Any] | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    table: dict[str, Any] = {"imports": {}, "stars": [], "definitions": {}, "functions": {}, "constants": {}, "flags": {}}
+    _walk_definitions(tree.body, [], table, set())
+    assigned: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    table["imports"][alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    table["imports"].setdefault(head, head)
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    table["stars"].append(module)
+                else:
+                    # `.` * level, then the module path and the name (`from . import x`: `.x`)
+                    table["imports"][alias.asname or alias.name] = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
+        elif isinstance(node, ast.Call):
+            _flag(node, table["flags"])
+    for statement in tree.body:
+        for name, value in _assignments(statement):
+            assigned[name] = assigned.get(name, 0) + 1
+            _constant(name, value, statement, table["constants"])
+        if isinstance(statement, ast.ClassDef):
+            for inner in statement.body:
+                for name, value in _assignments(inner):
+                    _constant(f"{statement.name}.{name}", value, inner, table["constants"])
+    # A name bound more than once (or also imported) has no single value.
+    for name, count in assigned.items():
+        if count > 1 or name in table["imports"]:
+            table["constants"].pop(name, None)
+    return table
+
+
+def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, taken: set[str]) -> None:
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            key = ".".join([*prefix, node.name])
+            if key in taken:  # the same name defined twice: numbered as the call graph does
+                key = f"{key}#{sum(1 for k in taken if k.split('#')[0] == key)}"
+            taken.add(key)
+            args = node.args
+            bound = bool(prefix) and prefix[-1] != "<locals>" and not any(
+                isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list
+            )
+            table["functions"][key] = {
+                "params": [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)],
+                "bound": bound,
+            }
+            if not prefix:
+                table["definitions"][node.name] = "function"
+            _walk_definitions(node.body, [*prefix, node.name, "<locals>"], table, taken)
+        elif isinstance(node, ast.ClassDef):
+            if not prefix:
+                table["definitions"][node.name] = "class"
+            _walk_definitions(node.body, [*prefix, node.name], table, taken)
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    _walk_definitions([child], prefix, table, taken)
+                elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                    _walk_definitions(child.body, prefix, table, taken)
+
+
+def _assignments(statement: ast.stmt) -> list[tuple[str, ast.expr]]:
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        return [(statement.targets[0].id, statement.value)]
+    if isinstance(statement, ast.AnnAssign) and statement.value is not None and isinstance(statement.target, ast.Name):
+        return [(statement.target.id, statement.value)]
+    return []
+
+
+def literal(node: ast.expr) -> tuple[bool, Any]:
+    """(True, value) for a literal, a negated number, or a dict (string keys)/list/tuple
+    of literals; else (False, None)."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+    return _json_able(value)
+
+
+def _json_able(value: Any) -> tuple[bool, Any]:
+    if isinstance(value, _LITERALS):
+        return (False, None) if isinstance(value, float) and value != value else (True, value)
+    if isinstance(value, (list, tuple)):
+        items = [_json_able(v) for v in value]
+        return (True, [v for _, v in items]) if all(ok for ok, _ in items) else (False, None)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        items = {k: _json_able(v) for k, v in value.items()}
+        return (True, {k: v for k, (_, v) in items.items()}) if all(ok for ok, _ in items.values()) else (False, None)
+    return False, None
+
+
+def _constant(name: str, value: ast.expr, statement: ast.stmt, constants: dict) -> None:
+    ok, found = literal(value)
+    if ok:
+        constants[name] = [found, statement.lineno]
+
+
+def _flag(call: ast.Call, flags: dict) -> None:
+    func = call.func
+    method = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if not method.startswith("DEFINE_"):
+        return
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    name = keywords.get("name", call.args[0] if call.args else None)
+    default = keywords.get("default", call.args[1] if len(call.args) > 1 else None)
+    if not isinstance(name, ast.Constant) or not isinstance(name.value, str) or default is None:
+        return
+    ok, value = literal(default)
+    if ok:
+        flags[name.value] = [value, call.lineno]

@@ -1,0 +1,103 @@
+"""The first, text-only look at every file of a project (no parsing).
+
+It says what a file imports (for the import graph), and the tokens the project facts care about: a policy set, a test file, the
+Keras it targets (`TF_USE_LEGACY_KERAS`, `tf_keras`, Keras-2-only or Keras-3-only APIs),
+the Keras backend it sets, the absl flags it defines. Cheap enough to run on every file
+of a 10,000-file project; kept on disk by file size and modification time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+
+from mplint.facts.test_modules import is_test_file
+from mplint.facts.target import sets_legacy_keras
+
+_FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^#;]+)")
+_IMPORT = re.compile(r"import[ \t]+([^#;]+)")
+_SETS_POLICY = re.compile(r"(?<!def )\b(?:set_global_policy|set_dtype_policy|set_policy|policy_scope)[ \t]*\(")
+# The framework's own implementation of the setter (Keras's source, a vendored copy).
+_DEFINES_SETTER = re.compile(r"^[ \t]*def[ \t]+(?:set_global_policy|set_dtype_policy)\b", re.M)
+_TF_KERAS = re.compile(r"^[ \t]*(?:import[ \t]+tf_keras\b|from[ \t]+tf_keras\b)", re.M)
+_KERAS2_ONLY = re.compile(r"\boptimizers\.legacy\b|^[ \t]*(?:import|from)[ \t]+tensorflow_addons\b", re.M)
+_KERAS3_NAMES = ("ops", "config", "random", "tree", "DTypePolicy", "dtype_policies")
+_KERAS3_ONLY = re.compile(r"\bkeras\.(?:%s)\b" % "|".join(_KERAS3_NAMES))
+_BACKEND = re.compile(r"""KERAS_BACKEND['"]?\s*(?:\]\s*=|,)\s*['"](\w+)['"]""")
+_FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
+
+
+
+@dataclass
+class FileScan:
+    imports: list[tuple[int, str, list[str]]] = field(default_factory=list)  # (level, module, names)
+    sets_policy: bool = False
+    test: bool = False
+    legacy_keras: bool = False  # sets TF_USE_LEGACY_KERAS
+    tf_keras: bool = False
+    keras2_only: bool = False
+    keras3_only: bool = False
+    backend: str | None = None  # KERAS_BACKEND it sets
+    flags: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FileScan":
+        scan = cls(**data)
+        scan.imports = [(level, module, list(names)) for level, module, names in scan.imports]
+        return scan
+
+
+def scan_text(text: str, path: str) -> FileScan:
+    """Plain substring tests decide which (slower) patterns run at all."""
+    scan = FileScan(test=is_test_file(path))
+    if "import" in text:
+        scan.imports = _imports(text)
+    if "mixed_" in text and "polic" in text:
+        # A module that sets a mixed policy (the policy named in it, possibly through a
+        # variable), and is not the framework's own implementation of the setter.
+        scan.sets_policy = _SETS_POLICY.search(text) is not None and _DEFINES_SETTER.search(text) is None
+    scan.legacy_keras = sets_legacy_keras(text)
+    scan.tf_keras = "tf_keras" in text and _TF_KERAS.search(text) is not None
+    scan.keras2_only = ("optimizers.legacy" in text or "tensorflow_addons" in text) and _KERAS2_ONLY.search(text) is not None
+    scan.keras3_only = any(f"keras.{name}" in text for name in _KERAS3_NAMES) and _KERAS3_ONLY.search(text) is not None
+    if "KERAS_BACKEND" in text:
+        backend = _BACKEND.search(text)
+        scan.backend = backend.group(1) if backend else None
+    if "DEFINE_" in text:
+        scan.flags = sorted(set(_FLAG.findall(text)))
+    return scan
+
+
+def _imports(text: str) -> list[tuple[int, str, list[str]]]:
+    """(level, module, names) of every import statement: only the lines holding the word
+    `import` are looked at (a parenthesised `from x import (...)` may span lines)."""
+    found: list[tuple[int, str, list[str]]] = []
+    position = text.find("import")
+    while position >= 0:
+        start = text.rfind("\n", 0, position) + 1
+        end = text.find("\n", position)
+        end = len(text) if end < 0 else end
+        statement = text[start:end].strip()
+        if statement.startswith("from ") and "(" in statement and ")" not in statement:
+            close = text.find(")", end)
+            if close >= 0:
+                end = close
+                statement = " ".join(text[start:close + 1].split())
+        position = text.find("import", end)
+        if statement.startswith("from "):
+            match = _FROM_IMPORT.match(statement)
+            if match:
+                level = len(match.group(1))
+                names = [n.strip().split(" as ")[0].strip() for n in match.group(3).strip("()").replace("\\", " ").split(",")]
+                found.append((level, match.group(2), [n for n in names if n.isidentifier()]))
+        elif statement.startswith("import "):
+            match = _IMPORT.match(statement)
+            if match:
+                for part in match.group(1).replace("\\", " ").split(","):
+                    module = part.strip().split(" as ")[0].strip()
+                    if module and all(p.isidentifier() for p in module.split(".")):
+                        found.append((0, module, []))
+    return found

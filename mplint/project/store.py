@@ -1,0 +1,80 @@
+"""The project index's memory between runs: `.mplint_cache/<version>/project.json`.
+
+Per file (by path under the project root): its size and modification time, the hash of
+its content, and what was derived from it (the text scan, the `ast` table, the libcst
+summary with what that summary relied on in other modules). An entry whose size and
+time match is used without reading the file; one whose content hash matches keeps
+what was derived from that content. A broken store is ignored, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from mplint import __version__
+from mplint.cache import CACHE_DIR, content_key
+
+STORE_VERSION = "1"
+
+
+class Store:
+    def __init__(self, root: str, enabled: bool = True) -> None:
+        self.root = root
+        self.enabled = enabled
+        self.folder = os.path.join(root, CACHE_DIR, __version__)
+        self.path = os.path.join(self.folder, "project.json")
+        self.entries: dict[str, dict[str, Any]] = {}
+        self._dirty = False
+        if not enabled:
+            return
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                data = json.load(handle)
+            if isinstance(data, dict) and data.get("store") == STORE_VERSION and isinstance(data.get("files"), dict):
+                self.entries = data["files"]
+        except (OSError, ValueError):
+            self.entries = {}
+
+    def entry(self, relpath: str, stat: tuple[int, int]) -> dict[str, Any] | None:
+        """The entry of an unchanged file (same size and time), else None."""
+        entry = self.entries.get(relpath)
+        if entry is not None and entry.get("stat") == list(stat):
+            return entry
+        return None
+
+    def fresh(self, relpath: str, stat: tuple[int, int], data: bytes) -> dict[str, Any]:
+        """The entry for a file read now: kept if its content is the same, else new."""
+        digest = content_key(data)
+        entry = self.entries.get(relpath)
+        if entry is None or entry.get("hash") != digest:
+            entry = {"hash": digest}
+        entry["stat"] = list(stat)
+        self.entries[relpath] = entry
+        self._dirty = True
+        return entry
+
+    def touched(self) -> None:
+        self._dirty = True
+
+    def save(self) -> str | None:
+        if not (self.enabled and self._dirty):
+            return None
+        import tempfile
+
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            gitignore = os.path.join(os.path.dirname(self.folder), ".gitignore")
+            if not os.path.exists(gitignore):
+                with open(gitignore, "w", encoding="utf-8") as handle:
+                    handle.write("# Created by mplint\n*\n")
+            fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+            payload = json.dumps({"store": STORE_VERSION, "files": self.entries}, separators=(",", ":"))
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(payload)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            return f"project index not written to {self.folder}: {exc.strerror or exc}"
+        self._dirty = False
+        return None

@@ -1,0 +1,149 @@
+"""Which layers own float variables, and whether a module trains any (MP103).
+
+A pure float16/bfloat16 dtype keeps a layer's *variables* in that dtype. Layers without
+float variables have nothing to keep: activations, dropout and noise, reshaping and
+cropping, pooling, merging, `Rescaling`/`Resizing`/random augmentation (Keras 3's random
+layers hold an integer seed state, no float variable), `UnitNormalization`, `Lambda`,
+`Attention` without `use_scale`/`score_mode="concat"`, and `Normalization` given its
+`mean` and `variance` (they are constants then; only `adapt()` creates variables). A
+layer that is only constructed and serialized (`get_config`, a serialization
+round-trip) is never built, so it has no variables either.
+
+Variables that nothing trains are kept in float16 on purpose as often as not: a script
+(a `__main__` block, `app.run`) or a test module that never fits, applies
+gradients, records a tape or compiles with an optimizer or loss is inference, checkpoint
+conversion or a dtype test, and MP103 says so at info level there. A library module
+that trains nothing keeps its warning: its layers may be trained elsewhere; so does a
+notebook (an editor checks it cell by cell, and training is often in a later cell).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from mplint.analysis.calls import arg_value, get_arg, string_value
+
+if TYPE_CHECKING:
+    from mplint.facts.module import ModuleFacts
+
+_WITHOUT_VARIABLES = frozenset({
+    "Activation", "ReLU", "Softmax", "LeakyReLU", "ELU", "ThresholdedReLU", "Dropout", "SpatialDropout1D",
+    "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise", "GaussianDropout", "AlphaDropout", "Reshape",
+    "Flatten", "Permute", "RepeatVector", "Lambda", "Masking", "Identity", "Cropping1D", "Cropping2D", "Cropping3D",
+    "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "UpSampling1D", "UpSampling2D", "UpSampling3D",
+    "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AveragePooling1D",
+    "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalMaxPooling1D",
+    "GlobalMaxPooling2D", "GlobalMaxPooling3D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
+    "GlobalAveragePooling3D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPool3D", "GlobalAvgPool1D",
+    "GlobalAvgPool2D", "GlobalAvgPool3D", "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum",
+    "Concatenate", "Dot", "ActivityRegularization", "UnitNormalization", "Rescaling", "Resizing", "CenterCrop",
+    "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomCrop",
+    "RandomBrightness", "RandomHeight", "RandomWidth", "CategoryEncoding", "Hashing", "Discretization",
+})
+# Built, or handed on to something that builds it.
+_BUILDING_METHODS = frozenset({"build", "__call__", "call", "add", "predict", "fit"})
+# Functions a layer is handed to only to (de)serialize or inspect it.
+_SERIALIZING = ("serialize", "deserialize", "roundtrip", "round_trip", "get_config", "from_config", "to_json",
+                "assert", "config")
+_TRAINING_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "apply_gradients", "minimize", "train_step"})
+_APP_RUN = frozenset({"absl.app.run", "tensorflow.app.run", "tensorflow.compat.v1.app.run"})
+_TAPES = frozenset({"tensorflow.GradientTape", "tensorflow.gradients", "tensorflow.compat.v1.gradients"})
+
+
+def owns_no_float_variables(facts: "ModuleFacts", call: cst.Call) -> bool:
+    """Whether the layer this call constructs has no float variables."""
+    qualified = facts.qualified(call.func) or ""
+    name = qualified.rsplit(".", 1)[-1]
+    if name in _WITHOUT_VARIABLES:
+        return True
+    if name == "Normalization":
+        return arg_value(call, 1, "mean") is not None and arg_value(call, 2, "variance") is not None
+    if name == "Attention":
+        if string_value(arg_value(call, None, "score_mode")) == "concat":
+            return False
+        use_scale = arg_value(call, 0, "use_scale")
+        if use_scale is None:
+            return True
+        value = facts.values.resolve(use_scale)
+        return value is not None and value.value is False
+    return False
+
+
+def never_built(facts: "ModuleFacts", call: cst.Call) -> bool:
+    """A layer assigned to a name that is only serialized or inspected afterwards."""
+    parent = facts.index.parent_of(call)
+    if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return False
+    name = parent.targets[0].target.value
+    scope = facts.index.scope_of(call)
+    uses = [n for n in facts.index.nodes(cst.Name) if n.value == name and n is not parent.targets[0].target
+            and facts.index.scope_of(n) is scope]
+    if not uses:
+        return False
+    for use in uses:
+        holder = facts.index.parent_of(use)
+        if isinstance(holder, cst.Attribute) and holder.value is use:
+            owner = facts.index.parent_of(holder)
+            if isinstance(owner, cst.Call) and owner.func is holder and holder.attr.value in _BUILDING_METHODS:
+                return False
+            continue  # an attribute read (`layer.name`, `layer.compute_dtype`)
+        if isinstance(holder, cst.Arg):
+            owner = facts.index.parent_of(holder)
+            callee = facts.module.code_for_node(owner.func).lower() if isinstance(owner, cst.Call) else ""
+            if any(word in callee for word in _SERIALIZING):
+                continue
+        return False  # called, put in a list, passed to a model or anything else
+    return True
+
+
+def trains_anything(facts: "ModuleFacts") -> bool:
+    """Whether the module fits, applies gradients, records a tape or compiles with an
+    optimizer or a loss."""
+    if facts.calls_to(_TAPES):
+        return True
+    for call in facts.index.nodes(cst.Call):
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            continue
+        method = func.attr.value
+        if method in _TRAINING_METHODS:
+            return True
+        if method == "compile" and (get_arg(call, 0, "optimizer") is not None or get_arg(call, 1, "loss") is not None):
+            return True
+    return False
+
+
+def untrained_entry_point(facts: "ModuleFacts") -> str | None:
+    """"this script" / "this test module" when the module is one and trains nothing."""
+    import os
+
+    name = os.path.basename(facts.path)
+    if "__main__" in facts.text or facts.calls_to(_APP_RUN):
+        what = "this script"
+    elif name.startswith("test_") or name.endswith("_test.py"):
+        what = "this test module"
+    else:
+        return None
+    return None if trains_anything(facts) else what
+
+
+def under_variable_creator(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
+    """Whether the function (or module) around `node` enters a variable creator scope or
+    a variable scope with a custom getter: variables are then what the creator makes
+    (typically float32 masters cast to float16: manual mixed precision)."""
+    scope = facts.index.scope_of(node)
+    for with_node in facts.index.nodes(cst.With):
+        if facts.index.scope_of(with_node) is not scope:
+            continue
+        for item in with_node.items:
+            expr = item.item
+            if not isinstance(expr, cst.Call):
+                continue
+            qualified = facts.qualified(expr.func) or ""
+            if qualified.endswith(".variable_creator_scope") or (
+                    qualified.endswith(".variable_scope") and get_arg(expr, None, "custom_getter") is not None):
+                return True
+    return False

@@ -1,0 +1,179 @@
+"""Code that runs only on an older TensorFlow: version checks and import fallbacks.
+
+Compatibility code keeps an old API exactly where it is the only one:
+
+    if version.parse(tf.__version__) >= version.parse("2.4.0"):
+        mixed_precision.set_global_policy("mixed_float16")
+    else:
+        tf.keras.mixed_precision.experimental.set_policy(policy)  # runs on TF < 2.4 only
+
+    try:
+        from tensorflow.keras.mixed_precision import experimental as mixed_precision
+    except ImportError:  # TF 2.9+: the fallback runs
+        from tensorflow.keras import mixed_precision
+
+A migration finding there is false (the branch never runs where the API is gone, or its
+failure is caught), and a rewrite would break the old-TensorFlow path. A version check
+is evaluated the way Python evaluates it (`tf.__version__ < "2.4"` compares strings, and
+is true for "2.21.0": that branch does run) at the TensorFlow versions the file's Keras
+target means: TF 2.21 for Keras 3; TF 2.9 and 2.15 (the experimental API gone, Keras 2
+still the default) for Keras 2. A check mplint cannot evaluate keeps its findings.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from mplint.analysis.calls import arg_value, string_value
+
+if TYPE_CHECKING:
+    from mplint.facts.module import ModuleFacts
+
+_UNKNOWN = object()
+
+_VERSION_STRINGS = frozenset({"tensorflow.__version__", "tensorflow.version.VERSION", "tensorflow.VERSION"})
+_VERSION_PARSERS = frozenset({
+    "packaging.version.parse", "packaging.version.Version", "distutils.version.LooseVersion",
+    "distutils.version.StrictVersion", "pkg_resources.parse_version", "looseversion.LooseVersion",
+})
+# What hasattr(<module>, name) answers on current TensorFlow.
+_PRESENT = {"keras.mixed_precision": frozenset({"set_global_policy", "global_policy", "Policy", "LossScaleOptimizer"})}
+_ABSENT = {"keras.mixed_precision": frozenset({"experimental", "set_policy"}),
+           "tensorflow.train.experimental": frozenset({"enable_mixed_precision_graph_rewrite"})}
+_FALLBACK_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
+KERAS3_VERSIONS = ("2.21.0",)
+KERAS2_VERSIONS = ("2.9.0", "2.15.0")
+_MAX_DEPTH = 6
+
+
+def old_tensorflow_only(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
+    """Whether `node` runs only on a TensorFlow older than the file's target, or inside a
+    try whose ImportError/AttributeError handler is the fallback for it."""
+    versions = KERAS2_VERSIONS if facts.target.is_keras2 else KERAS3_VERSIONS
+    child: cst.CSTNode = node
+    for ancestor in facts.index.ancestors(node):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+            branch_taken = child is ancestor.body
+            outcomes = [_truth(facts, ancestor.test, version) for version in versions]
+            if all(o is not None and o != branch_taken for o in outcomes):
+                return True
+        if isinstance(ancestor, cst.Try) and _is_fallback(facts, ancestor):
+            return True
+        child = ancestor
+    return False
+
+
+def _is_fallback(facts: "ModuleFacts", node: cst.Try) -> bool:
+    for handler in node.handlers:
+        caught = handler.type
+        names = caught.elements if isinstance(caught, cst.Tuple) else [caught] if caught is not None else []
+        for element in names:
+            expr = element.value if isinstance(element, cst.Element) else element
+            if isinstance(expr, cst.Name) and expr.value in _FALLBACK_ERRORS:
+                return True
+    return False
+
+
+def _truth(facts: "ModuleFacts", test: cst.BaseExpression, version: str) -> bool | None:
+    value = _evaluate(facts, test, version, 0)
+    return None if value is _UNKNOWN else bool(value)
+
+
+def _parse(version: object) -> object:
+    if not isinstance(version, str):
+        return _UNKNOWN
+    return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+
+
+def _evaluate(facts: "ModuleFacts", expr: cst.BaseExpression, version: str, depth: int) -> object:
+    if depth > _MAX_DEPTH:
+        return _UNKNOWN
+    qualified = facts.qualified(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    if qualified in _VERSION_STRINGS:
+        return version
+    text = string_value(expr)
+    if text is not None:
+        return text
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.Name):
+        if expr.value in ("True", "False"):
+            return expr.value == "True"
+        bound = facts.bindings.values_visible(expr, facts.index)
+        return _evaluate(facts, bound[0], version, depth + 1) if len(bound) == 1 else _UNKNOWN
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        left = _evaluate(facts, expr.left, version, depth + 1)
+        right = _evaluate(facts, expr.comparisons[0].comparator, version, depth + 1)
+        return _compare(left, expr.comparisons[0].operator, right)
+    if isinstance(expr, cst.BooleanOperation):
+        left = _evaluate(facts, expr.left, version, depth + 1)
+        right = _evaluate(facts, expr.right, version, depth + 1)
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        return (left and right) if isinstance(expr.operator, cst.And) else (left or right)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = _evaluate(facts, expr.expression, version, depth + 1)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        base = _evaluate(facts, expr.value, version, depth + 1)
+        index = _evaluate(facts, expr.slice[0].slice.value, version, depth + 1)
+        if isinstance(base, list) and isinstance(index, int) and -len(base) <= index < len(base):
+            return base[index]
+        return _UNKNOWN
+    if isinstance(expr, cst.Call):
+        return _call(facts, expr, version, depth)
+    return _UNKNOWN
+
+
+def _call(facts: "ModuleFacts", call: cst.Call, version: str, depth: int) -> object:
+    qualified = facts.qualified(call.func)
+    if qualified in _VERSION_PARSERS or (isinstance(call.func, cst.Name) and call.func.value in ("LooseVersion", "parse_version")):
+        return _parse(_evaluate(facts, arg_value(call, 0), version, depth + 1))
+    if qualified == "int" or (isinstance(call.func, cst.Name) and call.func.value == "int"):
+        value = _evaluate(facts, arg_value(call, 0), version, depth + 1)
+        return int(value) if isinstance(value, str) and value.isdigit() else _UNKNOWN
+    if isinstance(call.func, cst.Name) and call.func.value == "hasattr":
+        owner = arg_value(call, 0)
+        name = string_value(arg_value(call, 1))
+        module = facts.qualified(owner) if owner is not None else None
+        if module is None or name is None:
+            return _UNKNOWN
+        if name in _PRESENT.get(module, ()):
+            return True
+        if name in _ABSENT.get(module, ()):
+            return False
+        return _UNKNOWN
+    if isinstance(call.func, cst.Attribute):
+        receiver = _evaluate(facts, call.func.value, version, depth + 1)
+        method = call.func.attr.value
+        argument = _evaluate(facts, arg_value(call, 0), version, depth + 1) if call.args else None
+        if isinstance(receiver, str):
+            if method in ("startswith", "endswith") and isinstance(argument, (str, tuple)):
+                return getattr(receiver, method)(argument)
+            if method == "split" and (argument is None or isinstance(argument, str)):
+                return receiver.split(argument)
+    return _UNKNOWN
+
+
+def _compare(left: object, operator: cst.BaseCompOp, right: object) -> object:
+    if left is _UNKNOWN or right is _UNKNOWN or type(left) is not type(right):
+        return _UNKNOWN
+    try:
+        if isinstance(operator, cst.LessThan):
+            return left < right  # type: ignore[operator]
+        if isinstance(operator, cst.LessThanEqual):
+            return left <= right  # type: ignore[operator]
+        if isinstance(operator, cst.GreaterThan):
+            return left > right  # type: ignore[operator]
+        if isinstance(operator, cst.GreaterThanEqual):
+            return left >= right  # type: ignore[operator]
+        if isinstance(operator, cst.Equal):
+            return left == right
+        if isinstance(operator, cst.NotEqual):
+            return left != right
+    except TypeError:
+        return _UNKNOWN
+    return _UNKNOWN

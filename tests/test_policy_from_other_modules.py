@@ -1,0 +1,69 @@
+"""A policy set in train.py applies where train.py runs the code of other modules."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import write
+
+TRAIN = (
+    "import tensorflow as tf\n"
+    "from model import build\n"
+    "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+)
+SOFTMAX_MODEL = (
+    "import tensorflow as tf\n"
+    "def build():\n"
+    "    return tf.keras.Sequential([tf.keras.layers.Dense(16), tf.keras.layers.Dense(10, activation='softmax')])\n"
+)
+
+
+def test_imported_model_module_is_checked_under_the_policy(cli, tmp_path):
+    # `build` is imported by a script that sets the policy and never called in the
+    # project: it runs after that script (an interactive session, a framework).
+    write(tmp_path / "train.py", TRAIN)
+    write(tmp_path / "model.py", SOFTMAX_MODEL)
+    result = cli(["--no-cache", "--output-format", "json", "--verbose", "."], cwd=tmp_path)
+    assert [(f["filename"], f["code"]) for f in json.loads(result.stdout)] == [("model.py", "MP101")]
+    assert "model.py: target" in result.stderr
+    assert "policy mixed_float16 (from train.py)" in result.stderr
+
+
+def test_model_checked_alone_is_judged_like_the_project(cli, tmp_path):
+    write(tmp_path / "train.py", TRAIN)
+    write(tmp_path / "model.py", SOFTMAX_MODEL)
+    result = cli(["--no-cache", "--output-format", "json", "model.py"], cwd=tmp_path)
+    assert [(f["filename"], f["code"]) for f in json.loads(result.stdout)] == [("model.py", "MP101")]
+
+
+def test_a_function_called_before_the_script_sets_the_policy_stays_float32(cli, tmp_path):
+    write(tmp_path / "train.py", (
+        "import tensorflow as tf\n"
+        "from model import build\n"
+        "reference = build()\n"
+        "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+    ))
+    write(tmp_path / "model.py", SOFTMAX_MODEL)
+    result = cli(["--no-cache", "--output-format", "json", "."], cwd=tmp_path)
+    assert json.loads(result.stdout) == []
+
+
+def test_test_files_do_not_pass_their_policy_on(cli, tmp_path):
+    write(tmp_path / "tests" / "test_model.py", TRAIN + "build()\n")
+    write(tmp_path / "model_test.py", TRAIN + "build()\n")
+    write(tmp_path / "model.py", SOFTMAX_MODEL)
+    result = cli(["--no-cache", "--output-format", "json", "."], cwd=tmp_path)
+    assert json.loads(result.stdout) == []
+
+
+def test_with_worker_processes(mplint_process, tmp_path):
+    """With workers, files are checked as soon as they are read: the project index is
+    built first, so every worker sees what the other modules say."""
+    write(tmp_path / "train.py", TRAIN)
+    # Mentions float16, so it is sent to a worker while the other files are being read.
+    write(tmp_path / "model.py", "# float16 inside\n" + SOFTMAX_MODEL)
+    for i in range(30):
+        write(tmp_path / f"pkg/m{i:02d}.py", "import tensorflow as tf\nx = tf.cast(1, tf.float16)\n")
+    result = mplint_process(["--no-cache", "-j", "2", "--output-format", "json", "."], cwd=tmp_path)
+    findings = [(f["filename"], f["code"]) for f in json.loads(result.stdout)]
+    assert findings == [("model.py", "MP101")]

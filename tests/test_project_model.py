@@ -1,0 +1,144 @@
+"""The project model: cross-file facts, so one file checked alone is judged like the project.
+
+Each folder of fixtures/projects/ is a small multi-file project of mine (a marker file
+at its root). `expected.txt` holds the findings of checking the whole project
+(`MPLINT_UPDATE_FIXTURES=1` rewrites it: review the diff). Every file checked alone,
+through flake8, and through the stdin path gets exactly the findings the whole run
+gives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mplint.project.index import ProjectIndex
+from tests.fixture_cases import FIXTURES, update_requested
+
+PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir())
+
+
+def _copy(project: Path, tmp_path: Path) -> Path:
+    target = tmp_path / project.name
+    shutil.copytree(project, target, ignore=shutil.ignore_patterns("expected.txt", ".mplint_cache", "__pycache__"))
+    return target
+
+
+def _findings(cli, root: Path, *paths: str) -> list[str]:
+    result = cli(["--no-cache", "--output-format", "json", *paths], cwd=root)
+    assert result.exit_code in (0, 1), result.stderr
+    return [
+        f"{f['filename']}:{f['location']['row']}:{f['location']['column']} {f['code']} {f['message']}"
+        for f in json.loads(result.stdout)
+    ]
+
+
+def _sources(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.py"))
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_whole_project_findings(cli, project: Path, tmp_path: Path) -> None:
+    root = _copy(project, tmp_path)
+    found = _findings(cli, root, ".")
+    expected_path = project / "expected.txt"
+    if update_requested():
+        expected_path.write_text("".join(f"{line}\n" for line in found))
+    assert found == expected_path.read_text().splitlines()
+    assert not [line for line in found if " MP900 " in line]
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_each_file_alone_gets_what_the_whole_run_gives_it(cli, project: Path, tmp_path: Path) -> None:
+    root = _copy(project, tmp_path)
+    whole = _findings(cli, root, ".")
+    for source in _sources(root):
+        alone = _findings(cli, root, source)
+        assert alone == [line for line in whole if line.startswith(f"{source}:")], source
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_flake8_gets_what_the_whole_run_gives(cli, project: Path, tmp_path: Path) -> None:
+    root = _copy(project, tmp_path)
+    whole = sorted(
+        (line.split(":", 3)[0], int(line.split(":")[1]), line.split(" ", 2)[1]) for line in _findings(cli, root, ".")
+    )
+    sources = _sources(root)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "MP", "--format", "%(path)s|%(row)d|%(code)s", *sources],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    found = sorted(
+        (path.removeprefix("./"), int(row), code) for path, row, code in (l.split("|") for l in proc.stdout.splitlines())
+    )
+    assert found == whole
+
+
+def test_stdin_with_a_project_path_is_judged_like_the_file(cli, tmp_path: Path) -> None:
+    root = _copy(FIXTURES / "projects" / "policy_from_script", tmp_path)
+    data = (root / "trainer" / "layers.py").read_bytes()
+    proc = subprocess.run(
+        [sys.executable, "-m", "mplint", "check", "--no-cache", "--output-format", "json",
+         "--stdin-filename", "trainer/layers.py", "-"],
+        cwd=root, input=data, capture_output=True, timeout=120,
+    )
+    assert [f["code"] for f in json.loads(proc.stdout)] == ["MP301"]
+
+
+# -- the index itself --------------------------------------------------------------------------
+
+def test_the_index_is_kept_on_disk_and_an_edit_rereads_only_that_file(tmp_path: Path, monkeypatch) -> None:
+    root = _copy(FIXTURES / "projects" / "policy_from_script", tmp_path)
+    index = ProjectIndex(str(root))
+    assert index.context_for(str(root / "trainer" / "layers.py")).mixed_policies()[0] == {"mixed_float16"}
+    assert index.save() is None
+    read: list[str] = []
+    original = ProjectIndex._read
+
+    def counting(self, path):
+        read.append(os.path.relpath(path, root))
+        return original(self, path)
+
+    monkeypatch.setattr(ProjectIndex, "_read", counting)
+    again = ProjectIndex(str(root))
+    assert again.context_for(str(root / "trainer" / "layers.py")).mixed_policies()[0] == {"mixed_float16"}
+    assert read == []  # sizes and times unchanged: nothing read
+    model = root / "trainer" / "model.py"
+    model.write_text(model.read_text() + "# edited\n")
+    third = ProjectIndex(str(root))
+    assert third.context_for(str(root / "trainer" / "layers.py")).mixed_policies()[0] == {"mixed_float16"}
+    assert read == ["trainer/model.py"]
+
+
+def test_files_outside_the_checked_paths_are_read_never_reported_or_fixed(cli, tmp_path: Path) -> None:
+    root = _copy(FIXTURES / "projects" / "policy_from_script", tmp_path)
+    before = {p: p.read_bytes() for p in root.rglob("*.py")}
+    result = cli(["--no-cache", "--fix", "--unsafe-fixes", "--output-format", "json", "trainer/layers.py"], cwd=root)
+    assert {f["filename"] for f in json.loads(result.stdout)} <= {"trainer/layers.py"}
+    changed = [p for p, data in before.items() if p.read_bytes() != data]
+    assert changed == [root / "trainer" / "layers.py"]
+
+
+def test_awkward_imports_and_broken_files_are_no_crash(tmp_path: Path) -> None:
+    root = _copy(FIXTURES / "projects" / "awkward_imports", tmp_path)
+    os.symlink(root, root / "loop")  # a symlink loop
+    (root / "binary.py").write_bytes(b"\x00\xff\xfe not text")
+    index = ProjectIndex(str(root))
+    assert index.table("broken") is None and index.summary("broken") is None
+    assert index.table("binary") is None
+    assert index.context_for(str(root / "b.py")).mixed_policies()[0] == {"mixed_float16"}
+    assert "loop" not in {Path(p).parts[len(root.parts)] for p in index.paths}
+
+
+def test_test_modules_keep_their_policy_to_themselves(tmp_path: Path) -> None:
+    root = _copy(FIXTURES / "projects" / "policy_from_script", tmp_path)
+    index = ProjectIndex(str(root))
+    # tests/test_model.py sets mixed_float16 and calls reference.baseline(): not followed.
+    assert index.context_for(str(root / "trainer" / "reference.py")).mixed_policies()[0] == frozenset()
