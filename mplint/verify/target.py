@@ -127,10 +127,9 @@ def choose_keras(requested: str, path: str | None, other_python: bool) -> KerasC
     decision = _static_target(path)
     if decision is None:
         return KerasChoice(None, "auto: the file could not be read; the child's TensorFlow decides")
-    from mplint.facts.target import KERAS2, installed_target
+    from mplint.facts.target import KERAS2
 
-    from_environment = decision is installed_target() or decision.reason.startswith("default")
-    if from_environment and other_python:
+    if decision.assumed and other_python:  # only the environment running mplint decided
         return KerasChoice(None, "auto: nothing in the file or project decides; the --python TensorFlow decides")
     return KerasChoice(decision.keras == KERAS2, f"auto: {decision.reason}")
 
