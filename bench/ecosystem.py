@@ -4,7 +4,9 @@ Like ruff's ecosystem check: for each checkout given, count the findings by code
 the repository's own settings, and again with `assume-policy = "mixed_float16"` so every
 Keras file is analysed), then copy the repository, apply every fix (`--fix
 --unsafe-fixes`, all rules), and verify that every changed file still compiles, that a
-second run changes nothing, and that no MP900 (internal error) occurred. Nothing is
+second run changes nothing, that no MP900 (internal error, or a fix discarded) occurred,
+and that what the check offered is what `--fix` did: every finding shown with a fix is
+gone, and no fix group (findings sharing their edits) is left half-applied. Nothing is
 fetched: pass paths of checkouts you already have.
 
     python bench/ecosystem.py ~/src/keras-hub ~/src/addons [--json report.json]
@@ -61,6 +63,28 @@ def compiles(path: str) -> str | None:
     return None
 
 
+def offered_versus_applied(offered: list[dict], remaining: list[dict]) -> dict:
+    """What a check offered as fixes against what `--fix` left: every finding shown with
+    a fix must be gone afterwards, and the findings of one fix group (the same edits)
+    all or none of them."""
+    key = lambda f: (f["filename"], f["cell"], f["code"], f["message"])  # noqa: E731
+    left = collections.Counter(key(f) for f in remaining)
+    fixable = [f for f in offered if f["fix"]]
+    not_applied = [f for f in fixable if left[key(f)] > 0]
+    groups: dict[tuple, list[dict]] = {}
+    for f in fixable:
+        edits = json.dumps(f["fix"]["edits"], sort_keys=True)
+        groups.setdefault((f["filename"], f["cell"], edits), []).append(f)
+    half = [members for members in groups.values()
+            if len(members) > 1 and 0 < sum(left[key(f)] > 0 for f in members) < len(members)]
+    return {
+        "fixes_offered": len(fixable),
+        "fix_groups": sum(len(m) > 1 for m in groups.values()),
+        "offered_not_applied": [f"{f['filename']}: {f['code']} {f['message'][:120]}" for f in not_applied],
+        "half_applied_groups": [f"{m[0]['filename']}: {', '.join(f['code'] for f in m)}" for m in half],
+    }
+
+
 def check_repository(path: str) -> dict:
     name = os.path.basename(os.path.abspath(path))
     report: dict = {"repository": name}
@@ -75,12 +99,14 @@ def check_repository(path: str) -> dict:
         report["findings_assuming_mixed_float16"] = dict(sorted(collections.Counter(f["code"] for f in assumed).items()))
         copy = os.path.join(scratch, name)
         shutil.copytree(path, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", ".mplint_cache"))
+        offered, _, _ = mplint(["--config", config, "--select", "ALL", "--unsafe-fixes", "."], copy)
         remaining, seconds, _ = mplint(["--config", config, "--select", "ALL", "--fix", "--unsafe-fixes", "."], copy)
         report["fix_seconds"] = round(seconds, 2)
         changed = changed_files(path, copy)
         report["files_fixed"] = len(changed)
         report["broken_after_fix"] = {rel: err for rel in changed if (err := compiles(os.path.join(copy, rel)))}
-        report["internal_errors"] = [f"{f['filename']}: {f['message']}" for f in remaining if f["code"] == "MP900"]
+        report["internal_errors"] = [f"{f['filename']}: {f['message']}" for f in offered + remaining if f["code"] == "MP900"]
+        report.update(offered_versus_applied(offered, remaining))
         snapshot = {rel: open(os.path.join(copy, rel), "rb").read() for rel in changed}
         mplint(["--config", config, "--select", "ALL", "--fix", "--unsafe-fixes", "."], copy)
         report["second_fix_changed"] = [rel for rel in changed_files(path, copy)
@@ -97,7 +123,8 @@ def main() -> None:
     failed = False
     for report in reports:
         print(json.dumps(report, indent=2))
-        failed |= bool(report["broken_after_fix"] or report["internal_errors"] or report["second_fix_changed"])
+        failed |= bool(report["broken_after_fix"] or report["internal_errors"] or report["second_fix_changed"]
+                       or report["half_applied_groups"])
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as handle:
             json.dump(reports, handle, indent=2)

@@ -85,6 +85,9 @@ class Fix:
     applicability: Applicability
     message: str
     edits: tuple[Edit, ...]
+    # Findings whose fixes share a group carry the same edits (the whole group's) and
+    # are applied together; the key tells them apart within one file.
+    group: str | None = None
 
     def applies(self, unsafe: bool) -> bool:
         return self.applicability is Applicability.SAFE or unsafe
@@ -101,6 +104,7 @@ class Fix:
             "applicability": self.applicability.value,
             "message": self.message,
             "edits": [e.cache_json() for e in self.edits],
+            "group": self.group,
         }
 
     @classmethod
@@ -109,6 +113,7 @@ class Fix:
             Applicability(data["applicability"]),
             data["message"],
             tuple(Edit.from_json(e) for e in data["edits"]),
+            data.get("group"),
         )
 
 

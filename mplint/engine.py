@@ -4,10 +4,14 @@
     check_document(document, file_settings,  -> findings after the fix loop, the fixed
                    fix=True, unsafe=False)      text and how many fixes were applied
 
-The fix loop applies every non-overlapping applicable fix, re-parses and re-lints,
-until nothing changes (at most MAX_ROUNDS rounds). A round whose result does not parse
-or compile is undone fix by fix: the fixes that break the code are thrown away and
-reported as MP900 naming their rule; the others are kept.
+Every lint vets its fixes (mplint.fix_vetting): a finding keeps its fix only if the
+fix compiles, binds every name it inserts and, in a fix group, comes with all of its
+group; so what a report offers is what `--fix` applies.
+
+The fix loop applies every non-overlapping applicable fix (a group's members together),
+re-parses and re-lints, until nothing changes (at most MAX_ROUNDS rounds). A round
+whose result does not parse or compile is undone fix by fix: the fixes that break the
+code are thrown away and reported as MP900 naming their rule; the others are kept.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from mplint.diagnostics import (
 )
 from mplint.config import FileSettings  # noqa: F401  (re-exported: engine API)
 from mplint.facts.module import ModuleFacts
+from mplint.fix_vetting import FixVetting, apply_edits, compiles, without_fix
 from mplint.registry import rules_for
 from mplint.rule import (
     Change,
@@ -142,10 +147,31 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
         except Exception as exc:
             findings.append(_internal_error(doc, filename, "module analysis", exc))
     if reports:
-        findings.extend(_to_findings(doc, module, filename, reports, facts.positions))
-        findings = _apply_suppressions(doc.text, findings)
+        findings.extend(_vetted_findings(doc, module, filename, reports, facts))
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _vetted_findings(doc: Document, module: cst.Module, filename: str, reports: list[Report],
+                     facts: ModuleFacts) -> list[Finding]:
+    """The reports as findings, suppressions applied, each fix kept only if it applies
+    cleanly (see mplint.fix_vetting); a fix that would break the code is an MP900."""
+    pairs = _to_findings(doc, module, filename, reports, facts.positions)
+    kept = set(map(id, _apply_suppressions(doc.text, [f for _, f in pairs])))
+    errors = [f for report, f in pairs if report is None and id(f) in kept]
+    pairs = [(report, f) for report, f in pairs if report is not None and id(f) in kept]
+    vetting = FixVetting(doc, facts)
+    try:
+        findings = vetting.vet(pairs)  # type: ignore[arg-type]
+    except Exception as exc:  # an engine bug must surface; the findings stay, without fixes
+        return errors + [without_fix(f) for _, f in pairs] + [_internal_error(doc, filename, "fix vetting", exc)]
+    for broken in vetting.broken:
+        errors.append(_engine_finding(
+            INTERNAL_ERROR,
+            f"the fix of {broken.code} ({broken.name}) would make the code invalid; reported without a fix",
+            filename, broken.location, broken.cell, broken.span_rows[0],
+        ))
+    return errors + findings
 
 
 def _internal_error(doc: Document, filename: str, what: str, exc: BaseException) -> Finding:
@@ -178,7 +204,8 @@ def _change_nodes(change: Change) -> list[cst.CSTNode]:
 
 
 def _to_findings(doc: Document, module: cst.Module, filename: str, reports: list[Report],
-                 positions: PositionFinder) -> list[Finding]:
+                 positions: PositionFinder) -> list[tuple[Report | None, Finding]]:
+    """Each report as a finding (paired with it; engine errors pair with None)."""
     wanted: list[cst.CSTNode] = []
     for report in reports:
         wanted.append(report.node)
@@ -186,11 +213,11 @@ def _to_findings(doc: Document, module: cst.Module, filename: str, reports: list
             for change in report.fix.changes:
                 wanted.extend(_change_nodes(change))
     spans = positions.spans(wanted)
-    findings = []
+    findings: list[tuple[Report | None, Finding]] = []
     for report in reports:
         span = spans.get(id(report.node))
         if span is None:
-            findings.append(_internal_error(doc, filename, f"rule {report.code}", LookupError("reported a node that is not in the module")))
+            findings.append((None, _internal_error(doc, filename, f"rule {report.code}", LookupError("reported a node that is not in the module"))))
             continue
         cell, start = doc.locate(span.start)
         _, end = doc.locate(span.end)
@@ -199,12 +226,12 @@ def _to_findings(doc: Document, module: cst.Module, filename: str, reports: list
             try:
                 fix = _build_fix(doc, module, spans, report)
             except _InvalidFix as exc:
-                findings.append(_internal_error(doc, filename, f"rule {report.code}", exc))
+                findings.append((None, _internal_error(doc, filename, f"rule {report.code}", exc)))
                 fix = None
         rows = (doc.row_of(span.start), doc.row_of(max(span.start, span.end - 1)))
-        findings.append(
-            Finding(report.code, report.name, report.message, report.severity, filename, start, end, fix, cell, rows)
-        )
+        findings.append((report, Finding(
+            report.code, report.name, report.message, report.severity, filename, start, end, fix, cell, rows
+        )))
     return findings
 
 
@@ -288,35 +315,33 @@ def _conflict(a: Edit, b: Edit) -> bool:
 
 
 def select_fixes(findings: list[Finding]) -> list[Finding]:
-    """Non-overlapping fixes, first in the file first; the rest wait for the next round."""
+    """Non-overlapping fixes, first in the file first; the rest wait for the next round.
+    The members of a fix group share their edits: they are chosen together or not at
+    all."""
     chosen: list[Finding] = []
     taken: list[Edit] = []
+    groups: set[str] = set()
     for finding in sorted(findings, key=lambda f: (f.fix.edits[0].start, f.code)):  # type: ignore[union-attr]
-        edits = finding.fix.edits  # type: ignore[union-attr]
-        if any(_conflict(e, t) for e in edits for t in taken):
+        fix = finding.fix
+        assert fix is not None
+        if fix.group is not None and fix.group in groups:
+            chosen.append(finding)
+            continue
+        if any(_conflict(e, t) for e in fix.edits for t in taken):
             continue
         chosen.append(finding)
-        taken.extend(edits)
+        taken.extend(fix.edits)
+        if fix.group is not None:
+            groups.add(fix.group)
     return chosen
 
 
-def apply_edits(text: str, findings: list[Finding]) -> str:
-    edits = sorted((e for f in findings for e in f.fix.edits), key=lambda e: (e.start, e.end), reverse=True)  # type: ignore[union-attr]
-    for edit in edits:
-        text = text[: edit.start] + edit.content + text[edit.end :]
-    return text
+def _apply(text: str, findings: list[Finding]) -> str:
+    return apply_edits(text, [e for f in findings for e in f.fix.edits])  # type: ignore[union-attr]
 
 
 def _fix_signature(text: str, finding: Finding) -> tuple:
     return (finding.code, tuple((text[e.start : e.end], e.content) for e in finding.fix.edits))  # type: ignore[union-attr]
-
-
-def _compiles(doc: Document, text: str) -> bool:
-    try:
-        compile(text, doc.path, "exec", doc.compile_flags(), dont_inherit=True)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
 
 
 def _valid(doc: Document, text: str, must_compile: bool) -> cst.Module | None:
@@ -325,7 +350,7 @@ def _valid(doc: Document, text: str, must_compile: bool) -> cst.Module | None:
         module = parse(text)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
         return None
-    if must_compile and not _compiles(doc, text):
+    if must_compile and not compiles(doc, text):
         return None
     return module
 
@@ -339,7 +364,7 @@ def check_document(doc: Document, settings: FileSettings, filename: str, *, fix:
     if not fix or not any(f.fix and f.fix.applies(unsafe) for f in findings):
         outcome.findings = findings
         return outcome
-    must_compile = _compiles(doc, doc.text)
+    must_compile = compiles(doc, doc.text)
     current = doc
     rejected: set[tuple] = set()
     errors: list[Finding] = []
@@ -353,27 +378,32 @@ def check_document(doc: Document, settings: FileSettings, filename: str, *, fix:
             converged = True
             break
         chosen = select_fixes(candidates)
-        new_text = apply_edits(current.text, chosen)
+        new_text = _apply(current.text, chosen)
         module = _valid(doc, new_text, must_compile)
         if module is None:
+            # Fixes that are valid alone can clash together (two removals emptying one
+            # block): keep each that still leaves valid code, the others wait for the
+            # next round, which lints the result again.
             kept = []
             for finding in chosen:
-                if _valid(doc, apply_edits(current.text, [finding]), must_compile) is None:
+                if finding.fix.group is not None and any(k.fix.group == finding.fix.group for k in kept):  # type: ignore[union-attr]
+                    kept.append(finding)  # its group's edits are in already
+                elif _valid(doc, _apply(current.text, [finding]), must_compile) is None:
                     rejected.add(_fix_signature(current.text, finding))
                     errors.append(_engine_finding(
                         INTERNAL_ERROR,
                         f"the fix of {finding.code} ({finding.name}) would make the code invalid; kept the original text",
                         filename, finding.location, finding.cell, finding.span_rows[0],
                     ))
-                else:
+                elif not kept or _valid(doc, _apply(current.text, [*kept, finding]), must_compile) is not None:
                     kept.append(finding)
-            new_text = apply_edits(current.text, kept)
+            new_text = _apply(current.text, kept)
             module = _valid(doc, new_text, must_compile) if kept else None
             if module is None:
                 for finding in kept:
                     rejected.add(_fix_signature(current.text, finding))
                 findings = [f for f in findings if f not in chosen] + [
-                    _without_fix(f) for f in chosen
+                    without_fix(f) for f in chosen
                 ]
                 continue
             chosen = kept
@@ -402,7 +432,3 @@ def check_document(doc: Document, settings: FileSettings, filename: str, *, fix:
     outcome.text = current.text
     return outcome
 
-
-def _without_fix(finding: Finding) -> Finding:
-    return Finding(finding.code, finding.name, finding.message, finding.severity, finding.filename,
-                   finding.location, finding.end_location, None, finding.cell, finding.span_rows)

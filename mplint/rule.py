@@ -76,11 +76,23 @@ class RemoveStatement:
 Change = Union[Replace, ReplaceText, InsertBefore, InsertAfter, RemoveStatement]
 
 
+@dataclass(frozen=True, eq=False)
+class FixGroup:
+    """Fixes of several findings that only make sense together (`get_scaled_loss` ->
+    `scale_loss` and dropping `get_unscaled_gradients` in one loop). The engine offers
+    them all-or-nothing: each member's fix carries the edits of the whole group, and
+    when one member has no fix (suppressed, not selected, withheld) none has."""
+
+    size: int  # how many findings the group has
+    what: str  # what the group does, for messages ("the Keras 3 migration of this loop")
+
+
 @dataclass(frozen=True)
 class FixPlan:
     applicability: Applicability
     message: str
     changes: tuple[Change, ...]
+    group: FixGroup | None = None
 
 
 @dataclass(frozen=True)
@@ -136,9 +148,9 @@ class Rule:
         self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix))
 
     @staticmethod
-    def fix(message: str, changes: Sequence[Change], unsafe: bool = False) -> FixPlan:
+    def fix(message: str, changes: Sequence[Change], unsafe: bool = False, group: FixGroup | None = None) -> FixPlan:
         applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
-        return FixPlan(applicability, message, tuple(changes))
+        return FixPlan(applicability, message, tuple(changes), group)
 
     # -- documentation --------------------------------------------------------------
     @classmethod

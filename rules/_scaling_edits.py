@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from mplint.analysis.calls import get_arg
+from mplint.analysis.calls import get_arg, has_star_args, keyword_names, with_keyword
 from mplint.analysis.names import canonical
-from mplint.facts.training import GradientStep, TrainingLoops
-from mplint.rule import Change, InsertAfter, Replace
+from mplint.analysis.removal import remove_statement
+from mplint.facts.gradient_uses import Clip, GradientUses
+from mplint.facts.training import GradientStep, OptimizerInfo, TrainingLoops
+from mplint.rule import Change, InsertAfter, InsertBefore, Replace, ReplaceText
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -38,10 +40,13 @@ def method_call(receiver: str, method: str, argument: cst.BaseExpression) -> cst
 
 # -- spelling keras.mixed_precision ------------------------------------------------------
 
-def mixed_precision_module(facts: "ModuleFacts", hint: cst.BaseExpression | None = None) -> tuple[str, list[Change]] | None:
+def mixed_precision_module(facts: "ModuleFacts", hint: cst.BaseExpression | None = None,
+                           at: cst.CSTNode | None = None) -> tuple[str, list[Change]] | None:
     """How this file can name `keras.mixed_precision` (e.g. `tf.keras.mixed_precision`),
     plus an import to add when it cannot yet. `hint` is a Keras call of the file whose
-    spelling is followed (`tf.keras.optimizers.Adam` -> `tf.keras.mixed_precision`)."""
+    spelling is followed (`tf.keras.optimizers.Adam` -> `tf.keras.mixed_precision`);
+    `at`, where the name is used: an imported name must be bound there (in a notebook,
+    imported in that cell or an earlier one), and an added import goes before it."""
     node = hint.func if isinstance(hint, cst.Call) else hint
     while isinstance(node, cst.Attribute):
         node = node.value
@@ -54,12 +59,19 @@ def mixed_precision_module(facts: "ModuleFacts", hint: cst.BaseExpression | None
     shadowed = set(facts.bindings.module_values)
     for wanted, suffix in (("keras.mixed_precision", ""), ("keras", ".mixed_precision"), ("tensorflow", ".keras.mixed_precision")):
         for local, full in aliases.items():
-            if local not in shadowed and "." not in local and canonical(full) == wanted:
+            if local not in shadowed and "." not in local and canonical(full) == wanted \
+                    and (at is None or facts.bound_names.is_bound(local, at)):
                 return local + suffix, []
     imports = [s for s in facts.module.body if _is_import_line(s)]
-    if not imports or "tf" in shadowed or "tf" in aliases:
+    if "tf" in shadowed or aliases.get("tf", "tensorflow") != "tensorflow":
         return None
-    return "tf.keras.mixed_precision", [InsertAfter(imports[-1], "import tensorflow as tf")]
+    top = facts.index.top_level_statement(at) if at is not None else None
+    earlier = [s for s in imports if top is None or facts.index.before(s, top)]
+    if earlier:
+        return "tf.keras.mixed_precision", [InsertAfter(earlier[-1], "import tensorflow as tf")]
+    if top is not None:
+        return "tf.keras.mixed_precision", [InsertBefore(top, "import tensorflow as tf")]
+    return None
 
 
 def _is_import_line(statement: cst.CSTNode) -> bool:
@@ -68,14 +80,79 @@ def _is_import_line(statement: cst.CSTNode) -> bool:
     )
 
 
-def wrap_optimizer(facts: "ModuleFacts", built: cst.Call) -> list[Change] | None:
-    """Wrap the optimizer constructor call `built` in a LossScaleOptimizer, in place."""
-    spelling = mixed_precision_module(facts, built)
+def wrap_optimizer(facts: "ModuleFacts", built: cst.Call, inner: cst.Call | None = None) -> list[Change] | None:
+    """Wrap the optimizer constructor call `built` in a LossScaleOptimizer, in place
+    (`inner`: the constructor as it should read inside, e.g. with a clipping argument)."""
+    spelling = mixed_precision_module(facts, built, at=built)
     if spelling is None:
         return None
     module, extra = spelling
-    wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=built)])
+    wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=inner or built)])
     return [Replace(built, wrapped), *extra]
+
+
+# -- clipping by the optimizer ----------------------------------------------------------
+
+CLIP_KEYWORDS = ("clipnorm", "clipvalue", "global_clipnorm")
+
+
+def clipping_optimizer(facts: "ModuleFacts", info: OptimizerInfo | None, clip: Clip) -> cst.Call | None:
+    """The (inner) optimizer's constructor with the clipping argument that does what
+    `clip` did; None when the optimizer is not built here as a Keras 3 optimizer that
+    can take it."""
+    if info is None or info.built is None or info.kind != "keras":
+        return None
+    built = info.built
+    qualified = facts.qualified(built.func) or ""
+    if not qualified.startswith("keras.optimizers.") or qualified.startswith("keras.optimizers.legacy.") \
+            or qualified == "keras.optimizers.get" or has_star_args(built) or keyword_names(built) & set(CLIP_KEYWORDS):
+        return None
+    return with_keyword(built, clip.keyword, clip.threshold)
+
+
+def drop_clip(facts: "ModuleFacts", clip: Clip) -> Change:
+    """Remove the clipping statement (or keep its name: `clipped = grads`)."""
+    if clip.result == clip.source:
+        return remove_statement(facts.index, clip.statement)
+    return ReplaceText(clip.statement.body[0], f"{clip.result} = {clip.source}")
+
+
+def moved_clip_note(optimizer: cst.Call) -> str:
+    keyword = optimizer.args[-1].keyword
+    assert keyword is not None
+    return f"the fix moves the clipping to the inner optimizer's `{keyword.value}`, which then clips wherever it is used"
+
+
+def keras3_scaled_until_apply(facts: "ModuleFacts", loops: TrainingLoops, uses: GradientUses,
+                              scaler: cst.BaseExpression | None, info: OptimizerInfo | None,
+                              ) -> tuple[list[Change], cst.Call | None, str | None]:
+    """For a Keras 3 fix that leaves the gradients scaled until the `apply` of the
+    LossScaleOptimizer `scaler` (which unscales them): (changes that move a plain clip
+    onto its inner optimizer, that optimizer's new constructor or None, why there is no
+    fix or None). No changes and no reason: nothing in the way."""
+    others = [
+        code(facts, a.func.value) for a in uses.applies  # type: ignore[union-attr]
+        if scaler is None or code(facts, a.func.value) != code(facts, scaler)  # type: ignore[union-attr]
+        and not loops.optimizer(a.func.value, a).is_loss_scale_optimizer  # type: ignore[union-attr]
+    ]
+    if others:
+        return [], None, (f"Keras 3 unscales gradients only inside a LossScaleOptimizer's `apply`, and some of them are "
+                          f"applied by `{others[0]}`, which would get them multiplied by the loss scale")
+    if not uses.consumers:
+        return [], None, None
+    clip = uses.plain_clip
+    why = (f"Keras 3 unscales gradients only inside `apply`, and on the way they are {uses.describe()}: "
+           "there they would still be multiplied by the loss scale")
+    keywords = uses.clip_keywords
+    instead = (f"; clip with the (inner) optimizer's {' / '.join(f'`{k}`' for k in keywords)} instead" if keywords
+               else "; apply them unchanged, or divide them by the loss scale where they are used")
+    if clip is None:
+        return [], None, why + instead
+    new = clipping_optimizer(facts, info, clip)
+    if new is None:
+        return [], None, why + instead + " (the optimizer is not built in this module as a Keras 3 optimizer that takes it)"
+    assert info is not None and info.built is not None
+    return [drop_clip(facts, clip)], new, None
 
 
 # -- scaling inside the tape ---------------------------------------------------------------
@@ -162,16 +239,7 @@ def policy_anchor(facts: "ModuleFacts", spelling: str) -> cst.CSTNode | None:
     imports = [s for s in facts.module.body if _is_import_line(s)]
     if not imports:
         return None
-    first_build = None
-    for statement in facts.module.body:
-        if _is_import_line(statement):
-            continue
-        if any(
-            isinstance(n, cst.Call) and (facts.qualified(n.func) or "").startswith(KERAS_BUILDERS)
-            for n in facts.index.descendants(statement)
-        ):
-            first_build = statement
-            break
+    first_build = first_model_statement(facts)
     before = [s for s in imports if first_build is None or facts.index.before(s, first_build)]
     anchor = before[-1] if before else imports[0]
     root = spelling.split(".", 1)[0]
@@ -184,6 +252,17 @@ def policy_anchor(facts: "ModuleFacts", spelling: str) -> cst.CSTNode | None:
         if root in binds and facts.index.before(anchor, statement):
             anchor = statement
     return anchor
+
+
+def first_model_statement(facts: "ModuleFacts") -> cst.CSTNode | None:
+    """The first top-level statement (not an import) that builds a Keras model or layer."""
+    for statement in facts.module.body:
+        if not _is_import_line(statement) and any(
+            isinstance(n, cst.Call) and (facts.qualified(n.func) or "").startswith(KERAS_BUILDERS)
+            for n in facts.index.descendants(statement)
+        ):
+            return statement
+    return None
 
 
 def sets_mixed_float16(facts: "ModuleFacts") -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from mplint.analysis.calls import arg_value
+from mplint.analysis.removal import remove_statement
 from mplint.diagnostics import FixAvailability, Severity
+from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.training import (
     LSO_ATTRIBUTES,
     LSO_CURRENT,
@@ -16,9 +18,17 @@ from mplint.facts.training import (
     OptimizerInfo,
     TrainingLoops,
 )
-from mplint.rule import Change, RemoveStatement, Replace, Rule
+from mplint.rule import Change, Replace, Rule
 
-from ._scaling_edits import code, scale_in_tape, scale_method, unscale_gradients, wrap_optimizer
+from ._scaling_edits import (
+    code,
+    keras3_scaled_until_apply,
+    moved_clip_note,
+    scale_in_tape,
+    scale_method,
+    unscale_gradients,
+    wrap_optimizer,
+)
 
 
 def loop_generation(facts, info: OptimizerInfo | None, at: cst.CSTNode) -> str | None:
@@ -99,8 +109,29 @@ class UnscaledCustomLoop(Rule):
     then hold its loss-scale variables). The optimizer is wrapped where it is built
     (also in another function of the module, or `self.opt = ...` in `__init__`), the
     loss is scaled inside the tape and, for Keras 2, the gradients are unscaled where
-    they are computed. An optimizer built outside the module (a parameter, an import)
-    is reported without a fix; so is a loop whose loss is not computed inside its tape.
+    they are computed, so clipping or logging after that sees the true gradients.
+
+    Keras 3 unscales only inside `apply`: between `tape.gradient` and `apply` the
+    gradients are then multiplied by the loss scale. When nothing reads them on the way
+    the fix is as above. When the only thing on the way is a plain clip
+    (`tf.clip_by_global_norm(grads, C)` with its norm unused, `[tf.clip_by_norm(g, C)
+    for g in grads]`, `[tf.clip_by_value(g, -C, C) ...]`), the fix also moves it onto
+    the inner optimizer (`global_clipnorm=C`, `clipnorm=C`, `clipvalue=C`), which clips
+    the unscaled gradients (it then clips wherever that optimizer is used). Anything
+    else on the way (a logged norm, accumulation, an all-reduce, a return to a caller
+    other modules can reach, another optimizer's apply) gets no fix, and the message
+    names it.
+
+    The optimizer is wrapped unconditionally, also where the mixed policy is set only
+    under a condition (`if use_amp:`): with a float32 policy a `LossScaleOptimizer`
+    multiplies and divides by a power of two, which leaves the update as it was (it
+    only skips a step whose gradients overflow).
+
+    No fix either for an optimizer built outside the module (a parameter, an import),
+    a loop whose loss is not computed inside its tape, or where a name the fix would
+    use is not bound there (an `optimizer` assigned only after the loop; in a notebook,
+    one defined in a later cell). A module needing `tf` for the wrapper gets
+    `import tensorflow as tf` before the optimizer (in its own cell in a notebook).
     """
 
     code = "MP201"
@@ -146,27 +177,32 @@ class UnscaledCustomLoop(Rule):
             f"custom training loop under mixed_float16 with `{info.label}`, which is not a "
             "LossScaleOptimizer: float16 gradients can underflow to zero; wrap it and " + _how_to_scale(facts)
         )
-        wrap = wrap_optimizer(facts, info.built)
+        clipping: list[Change] = []
+        inner: cst.Call | None = None
+        why = None
+        if facts.target.is_keras3 and step.scaling is None:
+            clipping, inner, why = keras3_scaled_until_apply(facts, loops, gradient_uses(loops, step.call), step.receiver, info)
+            if why:
+                message += f"; no fix: {why}"
+        wrap = wrap_optimizer(facts, info.built, inner) if why is None else None
         changes: list[Change] | None = None
-        if step.transformed and facts.target.is_keras3 and step.scaling is None:
-            message += (
-                "; no fix: the gradients are changed (e.g. clipped) before `apply`, which in Keras 3 still sees them "
-                "scaled (clip with the optimizer's `clipnorm`/`global_clipnorm` instead)"
-            )
-            wrap = None
         if wrap is not None:
             receiver = code(facts, step.receiver)
             if step.scaling is None:
                 scaling = scale_in_tape(facts, loops, step, receiver, unscale=facts.target.is_keras2)
-                changes = None if scaling is None else [*wrap, *scaling]
+                changes = None if scaling is None else [*wrap, *scaling, *clipping]
             elif SCALE_METHODS.get(step.scaling.method) == facts.target.keras:
                 # Already scaled with the target's own API: only the wrapping is missing.
                 unscale = facts.target.is_keras2 and step.unscale is None and not step.manual_unscale
                 changes = [*wrap, *(unscale_gradients(facts, step, receiver) if unscale else [])]
         fix = None
+        if changes is not None and inner is not None:
+            message += "; " + moved_clip_note(inner)
         if changes is not None:
+            also = f"; clip with the optimizer's `{inner.args[-1].keyword.value}`" if inner is not None else ""  # type: ignore[union-attr]
             fix = self.fix(
-                f"Wrap `{info.label}` in a LossScaleOptimizer and scale the loss ({facts.target.keras})", changes, unsafe=True
+                f"Wrap `{info.label}` in a LossScaleOptimizer and scale the loss ({facts.target.keras}){also}", changes,
+                unsafe=True,
             )
         self.report(step.call, message, fix=fix)
 
@@ -220,8 +256,20 @@ class GradientOfUnscaledLoss(Rule):
     ## Fix safety
     Safe: the loop then does what its `LossScaleOptimizer` expects. The scaling call is
     inserted at the end of the tape block (or around the target when the gradient is
-    taken inside the block); for Keras 2 the gradients are also unscaled. A loop whose
-    loss is not computed inside the tape is reported without a fix.
+    taken inside the block); for Keras 2 the gradients are also unscaled where they are
+    computed.
+
+    Keras 3 unscales only inside `apply`, so after the fix the gradients are multiplied
+    by the loss scale until then. The fix is safe only when nothing reads them on the
+    way. A plain clip on the way (`tf.clip_by_global_norm(grads, C)` with its norm
+    unused, `clip_by_norm`/`clip_by_value(g, -C, C)` per gradient) makes the fix
+    unsafe: it moves the clip onto the inner optimizer built in this module
+    (`global_clipnorm`/`clipnorm`/`clipvalue`), which clips the unscaled gradients but
+    also wherever else the optimizer is used. Any other use on the way (a logged norm,
+    accumulation, an all-reduce, a return to a public function's callers, another
+    optimizer's apply), or a clip with `compile`'s optimizer, gets no fix, and the
+    message says which use and what to do. A loop whose loss is not computed inside
+    the tape is reported without a fix.
     """
 
     code = "MP202"
@@ -258,16 +306,25 @@ class GradientOfUnscaledLoss(Rule):
             if facts.target.is_keras2:
                 advice += " and unscale the gradients with `get_unscaled_gradients`"
             changes = scale_in_tape(facts, loops, step, code(facts, step.receiver), unscale=facts.target.is_keras2)
-            if step.transformed and facts.target.is_keras3:
-                changes = None
-                advice += (
-                    "; no fix: the gradients are changed (e.g. clipped) before `apply`, which in Keras 3 still sees "
-                    "them scaled (clip with the optimizer's `clipnorm`/`global_clipnorm` instead)"
+            title = f"Scale the loss with `{method}`"
+            unsafe = False
+            if facts.target.is_keras3:
+                clipping, inner, blocked = keras3_scaled_until_apply(
+                    facts, loops, gradient_uses(loops, step.call), step.receiver, step.optimizer
                 )
+                if blocked:
+                    changes = None
+                    advice += f"; no fix: {blocked}"
+                elif inner is not None and changes is not None:
+                    assert step.optimizer is not None and step.optimizer.built is not None
+                    changes += [*clipping, Replace(step.optimizer.built, inner)]
+                    title += f" and clip with the optimizer's `{inner.args[-1].keyword.value}`"  # type: ignore[union-attr]
+                    advice += "; " + moved_clip_note(inner)
+                    unsafe = True  # the optimizer then clips wherever it is used
             self.report(
                 step.call,
                 f"gradient of the unscaled loss: {why}; {advice}",
-                fix=self.fix(f"Scale the loss with `{method}`", changes) if changes else None,
+                fix=self.fix(title, changes, unsafe=unsafe) if changes else None,
             )
 
 
@@ -299,9 +356,10 @@ class GradientsNotUnscaled(Rule):
 
     ## Fix safety
     Safe: the fix wraps the gradient call in `get_unscaled_gradients` of the optimizer
-    that scaled the loss, before any clipping. Loops that divide the gradients
-    themselves are not reported. Under Keras 3 this is MP404's business (there is no
-    `get_scaled_loss`).
+    that scaled the loss, right where the gradients are computed, so whatever reads
+    them afterwards (clipping, logging, accumulation) sees the true gradients, as the
+    code intends. Loops that divide the gradients themselves are not reported. Under
+    Keras 3 this is MP404's business (there is no `get_scaled_loss`).
     """
 
     code = "MP203"
@@ -406,10 +464,12 @@ class LossScalingWithBfloat16(Rule):
 
     ## Fix safety
     Unsafe: checkpoints of the optimizer change shape. The fix unwraps the optimizer
-    (an `opt = LossScaleOptimizer(opt)` line is removed) and replaces its
-    `get_scaled_loss(x)`, `scale_loss(x)` and `get_unscaled_gradients(g)` calls by their
-    argument. Code that reads other loss-scale attributes (`loss_scale`,
-    `inner_optimizer`, ...) is reported without a fix.
+    (an `opt = LossScaleOptimizer(opt)` line is removed, together with an `if` it was
+    the only statement of when that `if`'s test has no side effects; else it becomes
+    `pass`) and replaces its `get_scaled_loss(x)`, `scale_loss(x)` and
+    `get_unscaled_gradients(g)` calls by their argument. Code that reads other
+    loss-scale attributes (`loss_scale`, `inner_optimizer`, ...) is reported without a
+    fix.
     """
 
     code = "MP205"
@@ -447,7 +507,7 @@ class LossScalingWithBfloat16(Rule):
             statement = facts.index.statement_of(assign)
             if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
                 return None
-            changes.append(RemoveStatement(statement))
+            changes.append(remove_statement(facts.index, statement))
         else:
             changes.append(Replace(wrapper, inner))
         # Every use of this optimizer's loss-scaling API goes too.

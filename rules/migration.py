@@ -8,7 +8,11 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, positional, string_value, with_keyword, without_arg
 from mplint.analysis.names import canonical
+from mplint.analysis.bound_names import names_a_variable
+from mplint.analysis.guards import Guard, condition_text, guard_of
+from mplint.analysis.removal import remove_statement, side_effect_free
 from mplint.diagnostics import FixAvailability, Severity
+from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
 from mplint.facts.training import (
     GRAPH_REWRITE,
@@ -16,10 +20,14 @@ from mplint.facts.training import (
     LSO_EXPERIMENTAL,
     TrainingLoops,
 )
-from mplint.rule import Change, FixPlan, InsertAfter, RemoveStatement, Replace, ReplaceText, Rule
+from mplint.rule import Change, FixGroup, FixPlan, InsertAfter, InsertBefore, Replace, ReplaceText, Rule
 
 from ._scaling_edits import (
+    KERAS_BUILDERS,
     code,
+    first_model_statement,
+    moved_clip_note,
+    keras3_scaled_until_apply,
     mixed_float16_policy,
     mixed_precision_module,
     set_mixed_float16,
@@ -210,10 +218,11 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     ```
 
     ## Fix safety
-    Renames and import rewrites are safe; so is mapping a dynamic loss scale
-    (`"dynamic"`, `DynamicLossScale(initial_loss_scale=..., increment_period=...)` ->
-    `initial_scale=`, `dynamic_growth_steps=`) and, for Keras 2, a fixed one
-    (`dynamic=False, initial_scale=N`). Unsafe: a fixed scale under Keras 3, which has
+    Renames and import rewrites are safe (an unused loss-scale object is removed, with
+    an `if` it was alone in when the test has no side effects); so is mapping a
+    dynamic loss scale (`"dynamic"`, `DynamicLossScale(initial_loss_scale=...,
+    increment_period=...)` -> `initial_scale=`, `dynamic_growth_steps=`) and, for
+    Keras 2, a fixed one (`dynamic=False, initial_scale=N`). Unsafe: a fixed scale under Keras 3, which has
     none (the fix keeps a dynamic scale starting at N and says so), and a policy's
     fixed loss scale, which only ever applied to `Model.fit`: it is carried to the
     optimizer passed to `compile` (wrapped in a `LossScaleOptimizer`), and reads of that
@@ -530,7 +539,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                     message += "; its arguments are mapped where it is passed to a LossScaleOptimizer"
                 else:
                     message += "; unused now"
-                    fix = self.fix("Remove the unused loss-scale object", [RemoveStatement(statement)])
+                    fix = self.fix("Remove the unused loss-scale object", [remove_statement(facts.index, statement)])
             else:
                 message += "; LossScaleOptimizer takes `initial_scale` / `dynamic_growth_steps` instead"
             self.report(node, message, fix=fix)
@@ -685,10 +694,23 @@ class GraphRewriteApi(MigrationRule):
     ## Fix safety
     Unsafe: layers then compute in float16 under the Keras policy rather than under the
     graph rewrite's op lists, so outputs must be float32 (MP101 then fixes them) and
-    custom loops must scale the loss (MP201/MP202 then fix them). The policy is set
-    after the imports that precede the first model or layer of the module; the rewrite
-    call becomes a `LossScaleOptimizer` (`loss_scale=N` mapped as for MP401). TF 1.x
-    optimizers and TF 1.x graph code are reported without a fix.
+    custom loops must scale the loss (MP201/MP202 then fix them). The rewrite call
+    becomes a `LossScaleOptimizer` in place, keeping whatever condition it ran under
+    (`loss_scale=N` mapped as for MP401). The policy is set after the imports that
+    precede the first model or layer of the module.
+
+    The policy keeps the rewrite's condition too: under `if FLAGS.amp:` (or an `else`,
+    or `... if amp else ...`) the fix sets it under the same condition, after the
+    imports (after the statements that set the condition's names) when the rewrite
+    runs at module level, else at the start of the function that runs the rewrite when
+    that function builds the model. No fix when the condition has side effects, when
+    its names are not set yet where the policy must go, or when the function does not
+    build the model (an optimizer factory): the message says so. An environment switch
+    (`os.environ["TF_ENABLE_AUTO_MIXED_PRECISION"] = "1"`) becomes the policy in its
+    place, so its own `if` stays around it; a conditional value (`"1" if args.amp else
+    "0"`) becomes `if args.amp:` around the policy. TF 1.x optimizers
+    (`tf.compat.v1.train.*Optimizer`) and TF 1.x graph code are
+    reported without a fix.
     """
 
     code = "MP403"
@@ -724,11 +746,18 @@ class GraphRewriteApi(MigrationRule):
             return
         hint = optimizer if isinstance(optimizer, cst.Call) else call
         policy = set_mixed_float16(facts, hint)
-        spelling = mixed_precision_module(facts, hint)
+        spelling = mixed_precision_module(facts, hint, at=call)
         if policy is None or spelling is None:
             self.report(call, f"{message}; use the Keras mixed-precision API", severity=severity)
             return
         module, extra = spelling
+        guard = guard_of(facts.index, call)
+        if policy and guard:
+            policy, why = self._guarded_policy(call, guard, hint)
+            if policy is None:
+                self.report(call, f"{message}; use the Keras mixed-precision API (no fix: {why})", severity=severity)
+                return
+            extra = [c for c in extra if c not in policy]
         parent = facts.index.parent_of(call)
         changes: list[Change] = list(policy)
         if isinstance(parent, cst.Expr):
@@ -736,12 +765,12 @@ class GraphRewriteApi(MigrationRule):
             if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
                 self.report(call, f"{message}; use the Keras mixed-precision API", severity=severity)
                 return
-            changes.append(RemoveStatement(statement))  # the returned optimizer was not used
+            changes.append(remove_statement(facts.index, statement))  # the returned optimizer was not used
         else:
             wrapped = cst.Call(func=cst.parse_expression(f"{module}.LossScaleOptimizer"), args=[cst.Arg(value=optimizer)])
             changes.append(Replace(call, _with_keywords(wrapped, scale.keywords(keras2))))
-            if extra and not policy:  # (a policy insertion brings the import along)
-                changes += extra
+            if extra and not any(isinstance(c, InsertAfter) and "import" in c.code for c in policy):
+                changes += extra  # (a policy set after the imports brings the import along)
         note = scale.note(facts, keras2)
         self.report(
             call,
@@ -750,6 +779,58 @@ class GraphRewriteApi(MigrationRule):
             fix=self.fix("Use the Keras mixed-precision API", changes, unsafe=True),
             severity=severity,
         )
+
+    def _guarded_policy(self, call: cst.Call, guard: Guard, hint: cst.BaseExpression) -> tuple[list[Change] | None, str]:
+        """Set the policy under the condition the graph rewrite ran under (`if FLAGS.amp:`):
+        after the imports when the rewrite is at module level, else at the start of its
+        function, when that function builds the model. (None, why) when it cannot be."""
+        facts = self.facts
+        condition = condition_text(facts.module, guard)
+        if not all(side_effect_free(test) for test, _ in guard):
+            return None, f"the graph rewrite runs only when `{condition}`, which has side effects"
+        placed = mixed_float16_policy(facts, hint)
+        if placed is None:
+            return None, "no place to set the policy"
+        scope = facts.analysis(TrainingLoops).scope_of(call)
+        first = scope.body.body[0] if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) else None
+        spelling = mixed_precision_module(facts, hint, at=first)
+        if spelling is None:
+            return None, "no place to set the policy"
+        module, extra = spelling
+        block = f'if {condition}:\n{facts.module.default_indent}{module}.set_global_policy("mixed_float16")'
+        names = {n.value for test, _ in guard for n in [test, *facts.index.descendants(test)]
+                 if isinstance(n, cst.Name) and names_a_variable(facts.index, n)}
+        if scope is facts.index.module:
+            text, anchor = placed
+            rewrite = facts.index.top_level_statement(call)
+            for name in sorted(names):  # after the statements that set the condition's names
+                for site in facts.bound_names.sites.get((id(scope), name), []):
+                    top = facts.index.top_level_statement(site.node)
+                    if top is not None and rewrite is not None and facts.index.before(top, rewrite) \
+                            and facts.index.before(anchor, top):
+                        anchor = top
+            build = first_model_statement(facts)
+            if build is not None and not facts.index.before(anchor, build):
+                return None, (f"the graph rewrite runs only when `{condition}`, which is decided after the model is "
+                              "built: set the mixed_float16 policy under that condition before the model is built")
+            change: Change = InsertAfter(anchor, "\n".join([*text.split("\n")[:-1], block]))
+            at, after = anchor, True
+        elif isinstance(scope, cst.FunctionDef) and first is not None:
+            if not _builds_model(facts, scope):
+                return None, (f"the graph rewrite runs only when `{condition}`, in `{scope.name.value}`, which does not "
+                              "build the model: set the mixed_float16 policy under that condition before the model is built")
+            docstring = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
+                and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+            change = InsertAfter(first, block) if docstring else InsertBefore(first, block)
+            at, after = first, docstring
+            change = [change, *extra]  # type: ignore[assignment]
+        else:
+            return None, "no place to set the policy"
+        unbound = sorted(n for n in names if not facts.bound_names.is_bound(n, at, after=after))
+        if unbound:
+            return None, (f"the graph rewrite runs only when `{condition}`, and `{unbound[0]}` is not set yet where the policy "
+                          "must be set: set the mixed_float16 policy under that condition before the model is built")
+        return (change if isinstance(change, list) else [change]), ""
 
     def _environment(self) -> None:
         facts = self.facts
@@ -780,29 +861,41 @@ class GraphRewriteApi(MigrationRule):
                    "and MP201 take care of loss scaling)")
         statement = facts.index.statement_of(node)
         fix = None
+        guard: Guard = []
+        if isinstance(value, cst.IfExp):  # `= "1" if args.amp else "0"`: the policy goes under that condition
+            on, off = string_value(value.body), string_value(value.orelse)
+            if on is None or off is None or _switches_on(on) == _switches_on(off) or not side_effect_free(value.test):
+                self.report(node, message)
+                return
+            guard = [(value.test, not _switches_on(on))]
         if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-            changes = self._policy_instead_of(statement)
+            changes = self._policy_instead_of(statement, guard)
             if changes is not None:
                 fix = self.fix("Set the mixed_float16 policy instead", changes, unsafe=True)
         self.report(node, message, fix=fix, severity=Severity.WARNING)
 
-    def _policy_instead_of(self, statement: cst.SimpleStatementLine) -> list[Change] | None:
-        """Replace the statement that sets the environment variable by the policy, where
-        the names the policy needs are imported; else remove it and set the policy after
-        the imports."""
+    def _policy_instead_of(self, statement: cst.SimpleStatementLine, guard: Guard) -> list[Change] | None:
+        """Replace the statement that sets the environment variable by the policy (under
+        the variable's own condition, if any), where the names the policy needs are
+        imported; else remove it and set the policy after the imports."""
         facts = self.facts
         if sets_mixed_float16(facts):
-            return [RemoveStatement(statement)]
+            return [remove_statement(facts.index, statement)]
         placed = mixed_float16_policy(facts)
         if placed is None:
             return None
         text, anchor = placed
         top_level = facts.index.parent_of(statement) is facts.index.module
+        if guard:
+            if "\n" in text or not facts.index.before(anchor, statement):
+                return None
+            block = f"if {condition_text(facts.module, guard)}:\n{facts.module.default_indent}{text}\n"
+            return [Replace(statement, cst.parse_statement(block).with_changes(leading_lines=statement.leading_lines))]
         if facts.index.before(anchor, statement) and (top_level or "\n" not in text):
             return [ReplaceText(statement.body[0], text)]
         if not top_level:
             return None
-        return [RemoveStatement(statement), InsertAfter(anchor, text)]
+        return [remove_statement(facts.index, statement), InsertAfter(anchor, text)]
 
 
 class LossScaleApiMismatch(MigrationRule):
@@ -834,11 +927,33 @@ class LossScaleApiMismatch(MigrationRule):
     ```
 
     ## Fix safety
-    Safe: `get_scaled_loss` becomes `scale_loss`, `get_unscaled_gradients(g)` becomes
-    `g` (Keras 3 unscales in `apply`); under Keras 2, `scale_loss` becomes
-    `get_scaled_loss` and the gradients of that loss are unscaled where they are
-    computed (no fix when that loop is not found). Dropping `dynamic=False` under Keras
-    3 is unsafe: the scale becomes dynamic.
+    Under Keras 3, a loop's `get_scaled_loss` -> `scale_loss` and its
+    `get_unscaled_gradients(g)` -> `g` are one fix over both findings, applied
+    together or not at all (either alone fails on both Kerases; a `# noqa` on one keeps
+    the other unfixed too). Calls whose partner is in another function are all one
+    group. `grads = opt.get_unscaled_gradients(grads)` is removed; when it is the only
+    statement of an `if` whose test has no side effects (`if amp:`, `if
+    isinstance(opt, LossScaleOptimizer):`) and holds no comment, the `if` goes too,
+    else it becomes `pass`.
+
+    Keras 3 unscales only inside `apply`, so dropping the unscale leaves the gradients
+    multiplied by the loss scale until then. The fix is safe when they reach the
+    LossScaleOptimizer's `apply` and nothing else reads them. A plain clip on the way
+    (`tf.clip_by_global_norm(grads, C)` with its norm unused, `clip_by_norm` or
+    symmetric `clip_by_value` per gradient) makes the fix unsafe: the clip moves onto
+    the inner optimizer built in this module (`global_clipnorm`, `clipnorm`,
+    `clipvalue`), which Keras 3 runs on unscaled gradients, but then wherever that
+    optimizer is used. No fix, with the use named in the message, when anything else
+    reads them (a logged norm, accumulation, an all-reduce, a public function or
+    method returning them to other modules), when another optimizer applies some of
+    them, when the loop also divides them by the loss scale by hand, or when the clip's
+    optimizer is not built here. A `get_scaled_loss` whose gradients leave the function
+    with no `get_unscaled_gradients` in sight gets an unsafe fix (they must reach the
+    LossScaleOptimizer's `apply` unchanged).
+
+    Under Keras 2, `scale_loss` becomes `get_scaled_loss` and the gradients of that
+    loss are unscaled where they are computed (no fix when that loop is not found):
+    safe. Dropping `dynamic=False` under Keras 3 is unsafe: the scale becomes dynamic.
     """
 
     code = "MP404"
@@ -851,8 +966,10 @@ class LossScaleApiMismatch(MigrationRule):
         facts = self.facts
         loops = facts.analysis(TrainingLoops)
         if facts.target.is_keras3:
-            for call in loops.method_calls("get_scaled_loss", "get_unscaled_gradients"):
-                self._keras2_method(loops, call)
+            calls = [call for call in loops.method_calls("get_scaled_loss", "get_unscaled_gradients")
+                     if self._keras2_method_call(loops, call)]
+            for together in _migrated_together(loops, calls):
+                self._keras2_methods(loops, together)
             for call in facts.calls_to(LSO_CURRENT):
                 self._dynamic_false(call)
         else:
@@ -879,32 +996,77 @@ class LossScaleApiMismatch(MigrationRule):
                     return True
         return False
 
-    def _keras2_method(self, loops: TrainingLoops, call: cst.Call) -> None:
-        facts = self.facts
+    def _keras2_method_call(self, loops: TrainingLoops, call: cst.Call) -> bool:
         method = call.func.attr.value  # type: ignore[union-attr]
-        if not self._receiver_is_optimizer(loops, call, method) or len(positional(call)) != 1 or self._guarded(call, method):
-            return
-        if method == "get_scaled_loss":
-            self.report(
-                call,
-                "Keras 3 LossScaleOptimizers have no `get_scaled_loss` (AttributeError): use `scale_loss`",
-                fix=self.fix("Use `scale_loss`", [ReplaceText(call.func.attr, "scale_loss")]),  # type: ignore[union-attr]
-            )
-        else:
-            argument = positional(call)[0].value
-            change: Change = Replace(call, argument)
-            parent = facts.index.parent_of(call)
-            statement = facts.index.statement_of(call)
-            if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(argument, cst.Name) \
-                    and isinstance(parent.targets[0].target, cst.Name) and parent.targets[0].target.value == argument.value \
-                    and isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-                change = RemoveStatement(statement)  # `grads = opt.get_unscaled_gradients(grads)`
-            self.report(
-                call,
-                "Keras 3 LossScaleOptimizers have no `get_unscaled_gradients` (AttributeError): "
-                "`apply`/`apply_gradients` unscale the gradients themselves",
-                fix=self.fix("Drop `get_unscaled_gradients`", [change]),
-            )
+        return self._receiver_is_optimizer(loops, call, method) and len(positional(call)) == 1 \
+            and not self._guarded(call, method)
+
+    def _keras2_methods(self, loops: TrainingLoops, calls: list[cst.Call]) -> None:
+        """Migrate the Keras 2 scaling calls of one loop together (a fix group): renaming
+        `get_scaled_loss` without dropping `get_unscaled_gradients`, or the reverse, fails
+        on both Kerases. Dropping the unscale leaves the gradients scaled until `apply`:
+        nothing may read them on the way (a plain clip moves onto the inner optimizer,
+        unsafely); otherwise neither call is fixed."""
+        facts = self.facts
+        changes: dict[int, list[Change]] = {}
+        blocked: str | None = None
+        notes: list[str] = []
+        steps = [s for s in loops.steps if (s.scaling is not None and s.scaling.call in calls) or s.unscale in calls]
+        for call in calls:
+            if call.func.attr.value == "get_scaled_loss":  # type: ignore[union-attr]
+                changes[id(call)] = [ReplaceText(call.func.attr, "scale_loss")]  # type: ignore[union-attr]
+                continue
+            step = next((s for s in steps if s.unscale is call), None)
+            info = step.optimizer if step is not None and step.optimizer is not None \
+                else loops.optimizer(call.func.value, call)  # type: ignore[union-attr]
+            clipping, inner, why = keras3_scaled_until_apply(facts, loops, gradient_uses(loops, call), call.func.value, info)  # type: ignore[union-attr]
+            if why:
+                blocked = blocked or f"dropping `get_unscaled_gradients` is not safe here: {why}"
+                continue
+            changes[id(call)] = [self._drop_unscale(call), *clipping]
+            if inner is not None:
+                assert info is not None and info.built is not None
+                changes[id(call)].append(Replace(info.built, inner))
+                notes.append(moved_clip_note(inner))
+        if any(s.manual_unscale for s in steps):
+            blocked = "the gradients are also divided by the loss scale by hand, and Keras 3's `apply` would divide them again"
+        if not any(c.func.attr.value == "get_unscaled_gradients" for c in calls) \
+                and not any(s.apply is not None for s in steps if s.scaling is not None and s.scaling.call in calls):
+            notes.append("where the gradients go is not in this function: they must reach the LossScaleOptimizer's "
+                         "`apply` unchanged, which unscales them")
+        group = FixGroup(len(calls), "the Keras 3 migration of this loop's loss scaling") if len(calls) > 1 else None
+        for call in calls:
+            if call.func.attr.value == "get_scaled_loss":  # type: ignore[union-attr]
+                message = "Keras 3 LossScaleOptimizers have no `get_scaled_loss` (AttributeError): use `scale_loss`"
+                title = "Use `scale_loss`"
+            else:
+                message = ("Keras 3 LossScaleOptimizers have no `get_unscaled_gradients` (AttributeError): "
+                           "`apply`/`apply_gradients` unscale the gradients themselves")
+                title = "Drop `get_unscaled_gradients`"
+            fix = None
+            if blocked:
+                message += f"; no fix: {blocked}"
+            else:
+                message += "".join(f"; {note}" for note in notes)
+                fix = self.fix(title, changes[id(call)], unsafe=bool(notes), group=group)
+            self.report(call, message, fix=fix)
+
+    def _drop_unscale(self, call: cst.Call) -> Change:
+        """`g = opt.get_unscaled_gradients(h)` -> `g = h`; the statement goes when `g` is `h`
+        (also for `g = opt.get_unscaled_gradients(g) if amp else g`)."""
+        facts = self.facts
+        argument = positional(call)[0].value
+        dropped: cst.BaseExpression = call
+        parent = facts.index.parent_of(call)
+        if isinstance(parent, cst.IfExp) and parent.test is not call \
+                and code(facts, parent.orelse if parent.body is call else parent.body) == code(facts, argument):
+            dropped, parent = parent, facts.index.parent_of(parent)
+        statement = facts.index.statement_of(call)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(argument, cst.Name) \
+                and isinstance(parent.targets[0].target, cst.Name) and parent.targets[0].target.value == argument.value \
+                and isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            return remove_statement(facts.index, statement)
+        return Replace(dropped, argument)
 
     def _dynamic_false(self, call: cst.Call) -> None:
         facts = self.facts
@@ -941,3 +1103,52 @@ class LossScaleApiMismatch(MigrationRule):
                 changes += unscale_gradients(facts, step, code(facts, receiver))
             fix = self.fix("Use `get_scaled_loss` and `get_unscaled_gradients`", changes)
         self.report(call, message, fix=fix)
+
+
+def _migrated_together(loops: TrainingLoops, calls: list[cst.Call]) -> list[list[cst.Call]]:
+    """The calls in groups that one loop's loss scaling ties together: a step's
+    `get_scaled_loss` and its `get_unscaled_gradients` (also across the branches of
+    `if amp:` that share one scaled loss). Calls whose partner is not found (the
+    gradients go to another function) are all migrated together, or not at all."""
+    parent = list(range(len(calls)))
+    position = {id(c): i for i, c in enumerate(calls)}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for step in loops.steps:
+        scaling = step.scaling.call if step.scaling is not None else None
+        members = [position[id(c)] for c in (scaling, step.unscale) if c is not None and id(c) in position]
+        for other in members[1:]:
+            parent[root(other)] = root(members[0])
+    groups: dict[int, list[cst.Call]] = {}
+    for i, call in enumerate(calls):
+        groups.setdefault(root(i), []).append(call)
+    paired, unpaired = [], []
+    for group in groups.values():
+        methods = {c.func.attr.value for c in group}  # type: ignore[union-attr]
+        (paired if len(methods) == 2 else unpaired).append(group)
+    if len(unpaired) > 1 and {c.func.attr.value for g in unpaired for c in g} == {"get_scaled_loss", "get_unscaled_gradients"}:  # type: ignore[union-attr]
+        unpaired = [[c for g in unpaired for c in g]]
+    return paired + unpaired
+
+
+def _switches_on(value: str) -> bool:
+    return value.strip().lower() not in ("0", "false", "")
+
+
+def _builds_model(facts, function: cst.FunctionDef, depth: int = 0) -> bool:
+    """Whether the function builds Keras layers or models (itself or through functions
+    of the module it calls)."""
+    for node in facts.index.descendants(function):
+        if not isinstance(node, cst.Call):
+            continue
+        if (facts.qualified(node.func) or "").startswith(KERAS_BUILDERS):
+            return True
+        if depth < 2 and isinstance(node.func, cst.Name):
+            called = next((f for f in facts.module.body if isinstance(f, cst.FunctionDef) and f.name.value == node.func.value), None)
+            if called is not None and called is not function and _builds_model(facts, called, depth + 1):
+                return True
+    return False

@@ -43,7 +43,15 @@ def test_fix_breaking_the_code_is_discarded_and_reported(test_rules):
     assert "MP900" in codes and "MP991" in codes
     error = next(f for f in out.findings if f.code == "MP900")
     assert "MP991" in error.message and "test-breaking-fix" in error.message
-    assert "kept the original" in error.message
+    assert "would make the code invalid" in error.message
+
+
+def test_fix_breaking_the_code_is_not_advertised_when_only_checking(test_rules):
+    """Decided at lint time: a plain check already shows the finding without a fix."""
+    out = _run(HEADER + "breakme = 1\n", {"MP991"}, fix=False)
+    finding = next(f for f in out.findings if f.code == "MP991")
+    assert finding.fix is None and "no automatic fix" in finding.message
+    assert any(f.code == "MP900" and "MP991" in f.message for f in out.findings)
 
 
 def test_unsafe_fix_needs_unsafe(test_rules):
@@ -80,3 +88,23 @@ def test_overlapping_fixes_are_applied_over_rounds(test_rules):
     # Both rules target the same name node; one waits for the next round.
     out = _run(HEADER + "older_name = 1\n", {"MP995", "MP990"})
     assert out.text == HEADER + "new_name = 1\n"
+
+
+def _finding(code: str, edits, group: str | None = None):
+    from mplint.diagnostics import Applicability, Edit, Finding, Fix, Location, Severity
+
+    here = Location(1, 1)
+    fix = Fix(Applicability.SAFE, "fix", tuple(Edit(text, start, end, here, here) for start, end, text in edits), group)
+    return Finding(code, "name", "message", Severity.ERROR, "t.py", here, here, fix)
+
+
+def test_a_fix_group_waits_whole_for_a_later_round():
+    """When one edit of a group overlaps a fix chosen before it, no member is chosen in
+    this round: the group never goes in half (the next round lints it again)."""
+    from mplint.engine import select_fixes
+
+    group = [(10, 12, "aa"), (30, 32, "bb")]
+    first, second = _finding("MP404", group, "g1"), _finding("MP404", group, "g1")
+    other = _finding("MP201", [(5, 31, "x")])
+    assert select_fixes([first, second, other]) == [other]
+    assert select_fixes([first, second]) == [first, second]

@@ -62,10 +62,13 @@ async def test_fix_all_safe_applies_every_safe_fix_and_no_unsafe_one(client: Lan
         context=types.CodeActionContext(diagnostics=list(published.diagnostics),
                                         only=[types.CodeActionKind.QuickFix])))
     titles = sorted((a.title, a.is_preferred) for a in actions)
+    # Each rename is one fix group: any of its quick fixes renames every use.
     assert titles == [
-        ("mplint: Rename to new_name (MP990)", True),
-        ("mplint: Rename to new_name (MP990)", True),
-        ("mplint: Rename to new_name (MP990)", True),
-        ("mplint: Upper-case (MP994) [unsafe: may change behaviour]", False),
-        ("mplint: Upper-case (MP994) [unsafe: may change behaviour]", False),
+        ("mplint: Rename to new_name (with the rename of `old_name`: 3 findings) (MP990)", True),
+        ("mplint: Rename to new_name (with the rename of `old_name`: 3 findings) (MP990)", True),
+        ("mplint: Rename to new_name (with the rename of `old_name`: 3 findings) (MP990)", True),
+        ("mplint: Upper-case (with the rename of `lower_me`: 2 findings) (MP994) [unsafe: may change behaviour]", False),
+        ("mplint: Upper-case (with the rename of `lower_me`: 2 findings) (MP994) [unsafe: may change behaviour]", False),
     ]
+    quick = next(a for a in actions if "MP990" in a.title)
+    assert apply_edits(TEXT, edits_of(quick, uri)) == TEXT.replace("old_name", "new_name")

@@ -63,9 +63,20 @@ def test_file_level_noqa(cli, test_rules, tmp_path):
 
 
 def test_suppressed_findings_are_not_fixed(cli, test_rules, tmp_path):
-    path = write(tmp_path / "a.py", HEADER + "a = old_name  # noqa\nb = old_name\n")
-    cli(["--no-cache", "--select", "MP990", "--fix", "a.py"], cwd=tmp_path)
-    assert path.read_text() == HEADER + "a = old_name  # noqa\nb = new_name\n"
+    path = write(tmp_path / "a.py", HEADER + "a = 'fix me'  # noqa\nb = 'fix me'\n")
+    cli(["--no-cache", "--select", "MP996", "--fix", "a.py"], cwd=tmp_path)
+    assert path.read_text() == HEADER + "a = 'fix me'  # noqa\nb = 'fixed'\n"
+
+
+def test_a_suppressed_member_keeps_its_whole_fix_group_unfixed(cli, test_rules, tmp_path):
+    """A rename is one fix group: suppressing one use leaves every use as it was, and the
+    others are reported without a fix (and say why)."""
+    text = HEADER + "old_name = 1  # noqa\nb = old_name\n"
+    path = write(tmp_path / "a.py", text)
+    result = cli(["--no-cache", "--select", "MP990", "--fix", "--output-format", "json", "a.py"], cwd=tmp_path)
+    assert path.read_text() == text
+    (left,) = json.loads(result.stdout)
+    assert left["fix"] is None and "not all of them can be fixed" in left["message"]
 
 
 def test_engine_codes_cannot_be_suppressed(cli, tmp_path):

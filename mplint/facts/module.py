@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 
 import libcst as cst
 
+from mplint.analysis.bound_names import BoundNames
 from mplint.analysis.index import ModuleIndex
 from mplint.analysis.names import ImportTable, NameResolver
 from mplint.analysis.positions import PositionFinder
@@ -71,6 +72,11 @@ class ModuleFacts:
         from mplint.facts.call_graph import CallGraph
 
         return CallGraph(self)
+
+    @cached_property
+    def bound_names(self) -> BoundNames:
+        """Where names are bound, in order (for fixes that insert names)."""
+        return BoundNames(self.index, notebook=self.path.endswith(".ipynb"))
 
     @cached_property
     def positions(self) -> PositionFinder:

@@ -613,7 +613,7 @@ class TrainingLoops:
             self._flow_to_callers(step, step.scope, depth=0)
 
     def _flow_to_callers(self, step: GradientStep, function: cst.FunctionDef, depth: int) -> None:
-        for caller in self._calls_of(function):
+        for caller in self.calls_of(function):
             caller_names = self._assigned_names(caller)
             if caller_names:
                 self._flow(step, caller_names, self.scope_of(caller), caller, depth + 1)
@@ -705,7 +705,8 @@ class TrainingLoops:
             return all(self._plain(a.value, names) for a in expr.args)
         return not self._mentions(expr, names)
 
-    def _calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+    def calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """Calls of a module function (`f(...)`) or of a method through `self.f(...)`."""
         name = function.name.value
         found = []
         for call in self.index.nodes(cst.Call):

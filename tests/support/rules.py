@@ -1,12 +1,13 @@
-"""Rules that exist only for the engine's tests: a safe fix, a fix that breaks the code,
-a rule that crashes, a fix that never converges, and a fix that enables another."""
+"""Rules that exist only for the engine's tests: a safe fix (a rename: one fix group
+over every use), a fix that breaks the code, a rule that crashes, a fix that never
+converges, a fix that enables another, and independent fixes."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from mplint.diagnostics import FixAvailability, Severity
-from mplint.rule import Replace, ReplaceText, Rule
+from mplint.rule import FixGroup, Replace, ReplaceText, Rule
 
 _DOC = """## What it does
 Test rule.
@@ -41,9 +42,12 @@ class RenameOld(Rule):
     fix_availability = FixAvailability.ALWAYS
 
     def check(self) -> None:
-        for name in _names(self.facts, "old_name"):
+        # A variable is renamed everywhere or nowhere: one fix group over its names.
+        names = _names(self.facts, "old_name")
+        group = FixGroup(len(names), "the rename of `old_name`")
+        for name in names:
             self.report(name, "`old_name` should be `new_name`",
-                        fix=self.fix("Rename to new_name", [Replace(name, cst.Name("new_name"))]))
+                        fix=self.fix("Rename to new_name", [Replace(name, cst.Name("new_name"))], group=group))
 
 
 class BreakingFix(Rule):
@@ -91,9 +95,11 @@ class UnsafeUpper(Rule):
     fix_availability = FixAvailability.ALWAYS
 
     def check(self) -> None:
-        for name in _names(self.facts, "lower_me"):
+        names = _names(self.facts, "lower_me")
+        group = FixGroup(len(names), "the rename of `lower_me`")
+        for name in names:
             self.report(name, "`lower_me` should be upper",
-                        fix=self.fix("Upper-case", [Replace(name, cst.Name("LOWER_ME"))], unsafe=True))
+                        fix=self.fix("Upper-case", [Replace(name, cst.Name("LOWER_ME"))], unsafe=True, group=group))
 
 
 class ChainStart(Rule):
@@ -111,7 +117,22 @@ class ChainStart(Rule):
                         fix=self.fix("Rename to old_name", [Replace(name, cst.Name("old_name"))]))
 
 
+class FixLiteral(Rule):
+    """Independent fixes (no names involved): each applies on its own."""
+
+    __doc__ = _DOC
+    code = "MP996"
+    name = "test-fix-literal"
+    severity = Severity.WARNING
+    fix_availability = FixAvailability.ALWAYS
+
+    def check(self) -> None:
+        for node in self.facts.index.nodes(cst.SimpleString):
+            if node.value == "'fix me'":
+                self.report(node, "'fix me' found", fix=self.fix("Fix it", [ReplaceText(node, "'fixed'")]))
+
+
 TEST_RULES = {
     rule.code: (rule.name, "tests.support.rules")
-    for rule in (RenameOld, BreakingFix, Crashes, NeverConverges, UnsafeUpper, ChainStart)
+    for rule in (RenameOld, BreakingFix, Crashes, NeverConverges, UnsafeUpper, ChainStart, FixLiteral)
 }

@@ -1,0 +1,46 @@
+"""The conditions a statement runs under, so that a fix can keep them.
+
+    guard = guard_of(index, node)   # [(test, negated), ...], outermost first
+    condition_text(module, guard)   # "FLAGS.amp and not args.cpu"
+
+Only `if`/`elif`/`else` and conditional expressions between the node and its function
+(or the module) count: `if FLAGS.amp: opt = rewrite(opt)` runs under `FLAGS.amp`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mplint.analysis.index import ModuleIndex
+
+Guard = list[tuple[cst.BaseExpression, bool]]
+
+
+def guard_of(index: ModuleIndex, node: cst.CSTNode) -> Guard:
+    found: Guard = []
+    child = node
+    for ancestor in index.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+            break
+        if isinstance(ancestor, cst.If):
+            if child is ancestor.body:
+                found.append((ancestor.test, False))
+            elif child is ancestor.orelse:  # an `else:` block or an `elif` If
+                found.append((ancestor.test, True))
+        elif isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
+            found.append((ancestor.test, child is ancestor.orelse))
+        child = ancestor
+    found.reverse()
+    return found
+
+
+def condition_text(module: cst.Module, guard: Guard) -> str:
+    terms = []
+    for test, negated in guard:
+        text = module.code_for_node(test).strip()
+        simple = isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Comparison))
+        if negated:
+            terms.append(f"not {text}" if simple and not isinstance(test, cst.Comparison) else f"not ({text})")
+        else:
+            terms.append(text if simple or len(guard) == 1 else f"({text})")
+    return " and ".join(terms)
