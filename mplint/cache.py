@@ -32,6 +32,24 @@ CACHE_DIR = ".mplint_cache"
 RACY_SECONDS = 2.0  # a modification time this recent may hide a second write
 
 
+def write_json(folder: str, path: str, data: Any) -> None:
+    """Write `data` to `path` in `folder` (under `.mplint_cache/`) atomically, creating the
+    folder and a `.gitignore` that keeps the cache out of version control. OSError on
+    failure."""
+    import tempfile
+
+    os.makedirs(folder, exist_ok=True)
+    gitignore = os.path.join(os.path.dirname(folder), ".gitignore")
+    if not os.path.exists(gitignore):
+        with open(gitignore, "w", encoding="utf-8") as handle:
+            handle.write("# Created by mplint\n*\n")
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    payload = json.dumps(data, separators=(",", ":"))  # dumps, not dump: only the one-shot encoder runs in C
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(payload)
+    os.replace(tmp, path)
+
+
 def file_digest(data: bytes) -> str:
     import hashlib
 
@@ -150,20 +168,8 @@ class Cache:
         """Write the cache; returns a warning message if it could not be written."""
         if not self._dirty:
             return None
-        import tempfile
-
         try:
-            os.makedirs(self.folder, exist_ok=True)
-            gitignore = os.path.join(os.path.dirname(self.folder), ".gitignore")
-            if not os.path.exists(gitignore):
-                with open(gitignore, "w", encoding="utf-8") as handle:
-                    handle.write("# Created by mplint\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-            # dumps, not dump: only the one-shot encoder runs in C
-            payload = json.dumps({"version": __version__, "entries": self._entries}, separators=(",", ":"))
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(payload)
-            os.replace(tmp, self.path)
+            write_json(self.folder, self.path, {"version": __version__, "entries": self._entries})
         except OSError as exc:
             return f"cache not written to {self.folder}: {exc.strerror or exc}"
         return None

@@ -753,14 +753,6 @@ class ModuleContext:
     def canonical(self, raw: str) -> str | None:
         return self.index.canonical(self.module, raw)
 
-    def import_effect(self, module: str, raw: str) -> frozenset | None:
-        """What importing a project module does to the policy: its top-level code's effect."""
-        name = self.absolute(module, raw)
-        if name is None or name not in self.path_of or name == module or name not in self.policy_modules:
-            return None
-        flow = self._flow(name)
-        return flow.exit if flow is not None else None
-
     def import_effect(self, module: str) -> frozenset | None:
         found = self.index.import_effect(self.module, module)
         if self._record:

@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from mplint import __version__
-from mplint.cache import CACHE_DIR, file_digest
+from mplint.cache import CACHE_DIR, file_digest, write_json
 
 STORE_VERSION = "1"
 
@@ -61,19 +61,8 @@ class Store:
     def save(self) -> str | None:
         if not (self.enabled and self._dirty):
             return None
-        import tempfile
-
         try:
-            os.makedirs(self.folder, exist_ok=True)
-            gitignore = os.path.join(os.path.dirname(self.folder), ".gitignore")
-            if not os.path.exists(gitignore):
-                with open(gitignore, "w", encoding="utf-8") as handle:
-                    handle.write("# Created by mplint\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-            payload = json.dumps({"store": STORE_VERSION, "files": self.entries}, separators=(",", ":"))
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(payload)
-            os.replace(tmp, self.path)
+            write_json(self.folder, self.path, {"store": STORE_VERSION, "files": self.entries})
         except OSError as exc:
             return f"project index not written to {self.folder}: {exc.strerror or exc}"
         self._dirty = False
