@@ -55,7 +55,12 @@ def _imported_module_names(node: cst.Import | cst.ImportFrom) -> list[str]:
     if isinstance(node, cst.Import):
         return [dotted_name(alias.name) or "" for alias in node.names]
     module = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module is not None else "")
-    return [module] if module.strip(".") or node.relative else []
+    found = [module] if module.strip(".") or node.relative else []
+    if not isinstance(node.names, cst.ImportStar):  # `from pkg import sub`: the package, then its submodule
+        separator = "" if module.endswith(".") or not module else "."
+        found += [f"{module}{separator}{alias.name.value}" for alias in node.names
+                  if isinstance(alias.name, cst.Name)]
+    return found
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ class ProjectIndex:
         self._texts: dict[str, str | None] = {}  # files read by this index
         self._tables: dict[str, dict | None] = {}
         self._summaries: dict[str, dict | None] = {}
+        self._summary_deps: dict[str, dict] = {}  # what each summary in _summaries was built from
         self._building: set[str] = set()
         self._importers: dict[str, set[str]] | None = None
         self._imports: dict[str, set[str]] = {}
@@ -373,7 +374,22 @@ class ProjectIndex:
                         found.add(importer)
                         queue.append(importer)
                         self._summaries.pop(importer, None)
+            self._drop_stale_summaries()
         return self._policy_modules
+
+    def _drop_stale_summaries(self) -> None:
+        """Summaries built while `policy_modules` was still growing saw a smaller set (an
+        import of a module found later had no effect yet): drop those whose inputs changed,
+        until none do (each rebuild can change what others were built from)."""
+        changed = True
+        while changed:
+            changed = False
+            for module in sorted(self._summaries):
+                deps = self._summary_deps.get(module)
+                if module in self._summaries and deps is not None and not self._deps_hold(module, deps):
+                    self._summaries.pop(module, None)
+                    self._summary_deps.pop(module, None)
+                    changed = True
 
     def summary(self, module: str) -> dict | None:
         """Where a module runs other modules' code (libcst; None if it does not parse).
@@ -414,12 +430,15 @@ class ProjectIndex:
         stored = entry.get("summary")
         if text is None and isinstance(stored, dict) and stored.get("version") == SUMMARY_VERSION \
                 and self._deps_hold(module, stored.get("deps", {})):
+            self._summary_deps[module] = stored.get("deps", {})
             return stored.get("data")
         if text is None:
             text = self.text(path)
         if text is None:
             return None
         built = self._build_summary(module, path, text)
+        if built:
+            self._summary_deps[module] = built[1]
         if path not in self._overlay:
             entry["summary"] = {"version": SUMMARY_VERSION, "data": built[0], "deps": built[1]} if built else None
             self.store.touched()
@@ -560,6 +579,7 @@ class ProjectIndex:
             if imported in self.policy_modules:
                 flow = self._flow(imported)
                 if flow is not None:
+                    names |= flow.exit  # importing it runs its top-level code
                     for function in flow.functions.values():
                         names |= function.effect
         mixed = frozenset(n for n in names if n.startswith("mixed_"))
