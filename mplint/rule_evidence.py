@@ -21,7 +21,7 @@ from mplint.prefilter import has_float16_hazard_literal
 MIXED_POLICY_NAMES = frozenset({"mixed_float16", "mixed_bfloat16"})
 HALF_STRINGS = frozenset({"float16", "bfloat16"})
 HALF_NAMES = frozenset({"float16", "bfloat16", "half"})  # tf.float16, np.half, ...
-KERAS_ROOTS = frozenset({"keras", "tensorflow", "tf_keras"})  # where Keras layers can be imported from
+KERAS_ROOTS = frozenset({"keras", "tensorflow", "tf_keras", "keras_core"})  # where Keras layers can be imported from
 POLICY_SETTERS = frozenset({"set_global_policy", "set_dtype_policy", "set_policy", "set_floatx"})
 FLAG_CHOICES = frozenset({"choices", "DEFINE_enum"})  # argparse and absl flags with a fixed set of values
 # LossScaleOptimizer methods (MP203, MP404; MP2xx under a mixed policy are let through

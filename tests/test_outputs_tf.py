@@ -47,6 +47,9 @@ _experimental.Policy = lambda name, loss_scale=None: _mp.Policy(name)
 _experimental.set_policy = _mp.set_global_policy
 _mp.experimental = _experimental
 sys.modules[_experimental.__name__] = _experimental
+# keras_core (Keras 3's 2023 preview, not installed here) is the same API as Keras 3.
+sys.modules.setdefault("keras_core", keras3)
+sys.modules.setdefault("keras_core.layers", keras3.layers)
 
 MODEL_CLASSES = tuple(f.Model for f in FAMILIES)
 calls = {}  # id(model) -> the first concrete input it was called with

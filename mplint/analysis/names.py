@@ -3,7 +3,8 @@
 `import tensorflow as tf; tf.keras.layers.Dense`, `from tensorflow.keras import layers
 as L; L.Dense` and `from keras.layers import Dense` all resolve to the canonical name
 `keras.layers.Dense`. Rules match canonical names, so they see through every
-spelling of TensorFlow, Keras 2 (tf.keras, tf_keras) and Keras 3 (keras).
+spelling of TensorFlow, Keras 2 (tf.keras, tf_keras) and Keras 3 (keras, and keras_core,
+its 2023 preview package).
 
 Resolution is scope-insensitive (an import anywhere in the module binds its name
 everywhere), which is what mixed-precision code in the wild needs; a name that is
@@ -27,16 +28,18 @@ _KERAS_PREFIXES = (
     ("tensorflow.python.keras.", "keras."),
     ("tensorflow.keras.", "keras."),
     ("tf_keras.", "keras."),
+    ("keras_core.", "keras."),
     ("keras.api._v2.keras.", "keras."),
     ("keras._tf_keras.keras.", "keras."),
 )
-_KERAS_MODULES = {"tensorflow.keras", "tensorflow.python.keras", "tf_keras", "tensorflow.compat.v1.keras", "tensorflow.compat.v2.keras"}
+_KERAS_MODULES = {"tensorflow.keras", "tensorflow.python.keras", "tf_keras", "keras_core", "tensorflow.compat.v1.keras",
+                  "tensorflow.compat.v2.keras"}
 
 # Names bound without an import that can only mean these modules (snippets, notebooks).
 _CONVENTIONAL_ROOTS = {"tf": "tensorflow", "tensorflow": "tensorflow", "keras": "keras", "np": "numpy"}
 
 # Modules whose attributes may be bound to a plain name (`L = tf.keras.layers`).
-_FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras", "numpy")
+_FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras", "keras_core", "numpy")
 _MISSING = object()
 
 

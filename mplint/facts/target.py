@@ -88,6 +88,8 @@ def decide_target(
         return Target(KERAS2, "the file sets TF_USE_LEGACY_KERAS")
     if any(m == "tf_keras" or m.startswith("tf_keras.") for m in imported_modules):
         return Target(KERAS2, "the file imports tf_keras")
+    if any(m == "keras_core" or m.startswith("keras_core.") for m in imported_modules):
+        return Target(KERAS3, "the file imports keras_core (Keras 3's preview)")
     if any(m == "keras" or m.startswith("keras.") for m in imported_modules):
         for name in used_names:
             if name.startswith(KERAS3_ONLY_PREFIXES):
