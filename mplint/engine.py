@@ -33,6 +33,7 @@ from mplint.diagnostics import (
     Severity,
 )
 from mplint.config import FileSettings  # noqa: F401  (re-exported: engine API)
+from mplint.gc_pause import paused_gc
 from mplint.facts.module import ModuleFacts
 from mplint.fix_vetting import FixVetting, apply_edits, compiles, without_fix
 from mplint.registry import rules_for
@@ -358,6 +359,12 @@ def _valid(doc: Document, text: str, must_compile: bool) -> cst.Module | None:
 def check_document(doc: Document, settings: FileSettings, filename: str, *, fix: bool = False,
                    unsafe: bool = False, project: "ProjectContext | None" = None) -> Outcome:
     """Lint a document and, with `fix`, run the convergent fix loop on it."""
+    with paused_gc():  # see mplint.gc_pause
+        return _check_document(doc, settings, filename, fix=fix, unsafe=unsafe, project=project)
+
+
+def _check_document(doc: Document, settings: FileSettings, filename: str, *, fix: bool,
+                    unsafe: bool, project: "ProjectContext | None") -> Outcome:
     outcome = Outcome([], doc.text)
     findings = lint(doc, settings, filename, outcome=outcome, project=project)
     outcome.initial = findings

@@ -21,6 +21,7 @@ would not compile is a rule's bug: dropped too, and reported (MP900) by the engi
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import textwrap
 from typing import TYPE_CHECKING
@@ -67,6 +68,7 @@ class FixVetting:
         self.facts = facts
         self.broken: list[Finding] = []
         self._original_compiles: bool | None = None
+        self._bounds: tuple[list[int], list[int]] | None = None
 
     def vet(self, pairs: list[tuple[Report, Finding]]) -> list[Finding]:
         """The findings, with the fixes that do not apply cleanly dropped."""
@@ -130,8 +132,16 @@ class FixVetting:
     def _still_compiles(self, fix: Fix) -> bool:
         if self._original_compiles is None:
             self._original_compiles = compiles(self.doc, self.doc.text)
+        if self._original_compiles and not any("__future__" in e.content for e in fix.edits):
+            # Only the top-level statements a fix edits can stop compiling: compile those
+            # (cost per fix: its statements, not the file; a 50,000-line file has
+            # thousands of fixes).
+            text = self.doc.text
+            return all(compiles(self.doc, apply_edits(text[start:end], [dataclasses.replace(
+                e, start=e.start - start, end=e.end - start) for e in edits]))
+                for start, end, edits in self._regions(list(fix.edits)))
         text = apply_edits(self.doc.text, list(fix.edits))
-        if self._original_compiles:
+        if self._original_compiles:  # a `from __future__` import must open the whole file
             return compiles(self.doc, text)
         try:  # the original does not compile (Python 2, `return` outside a function...): parse only
             ast.parse(text)
@@ -142,6 +152,44 @@ class FixVetting:
                 return True  # nothing to compare with; the fix loop's own parse decides
             return False
         return True
+
+    def _regions(self, edits: list[Edit]) -> list[tuple[int, int, list[Edit]]]:
+        """The edits grouped by the runs of whole top-level statements they touch:
+        (start, end, edits) with text[start:end] whole lines of complete statements.
+        A top-level statement compiles alone exactly when it compiles in the file, but
+        for `from __future__` imports, which must open the file: a region that reaches
+        the file's first statement starts at 0, and a fix that writes one is compiled
+        with the whole file."""
+        starts, ends = self._statement_bounds()
+        regions: list[list] = []
+        for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+            at = bisect.bisect_right(starts, edit.start) - 1
+            start = starts[at] if at > 0 else 0  # from the file's start: `from __future__`
+            # the statement after an insertion at a boundary too (the text must join it)
+            after = bisect.bisect_right(ends, edit.end)
+            end = ends[after] if after < len(ends) else len(self.doc.text)
+            if regions and start < regions[-1][1]:
+                regions[-1][1] = max(regions[-1][1], end)
+                regions[-1][2].append(edit)
+            else:
+                regions.append([start, end, [edit]])
+        return [(start, end, found) for start, end, found in regions]
+
+    def _statement_bounds(self) -> tuple[list[int], list[int]]:
+        """Start and end offsets of each top-level statement's lines (decorators
+        included), both ascending; from the pre-filter's Python parse of the same text."""
+        if self._bounds is None:
+            from mplint.code_scan import top_level_statements
+
+            text = self.doc.text
+            line_starts = [0]
+            for line in text.splitlines(keepends=True):
+                line_starts.append(line_starts[-1] + len(line))
+            last_line = len(line_starts) - 1
+            statements = top_level_statements(text, self.doc.compile_flags()) or []
+            self._bounds = ([line_starts[first - 1] for first, *_ in statements],
+                            [line_starts[min(last, last_line)] for _, last, *_ in statements])
+        return self._bounds
 
     # -- names ---------------------------------------------------------------------------
     @property

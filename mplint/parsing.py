@@ -20,13 +20,13 @@ libcst stays the parser of record; this module changes only what a parse costs.
 
 from __future__ import annotations
 
-import gc
 from contextlib import contextmanager
 from typing import Iterator
 
 import libcst as cst
 
 from mplint.code_scan import Statements, top_level_statements
+from mplint.gc_pause import paused_gc
 
 CHUNK_LINES = 400  # a chunk is cut at the first place allowed after this many lines
 
@@ -60,17 +60,14 @@ def _building_parser_output() -> Iterator[None]:
     except ImportError:  # another libcst layout: build as usual
         CSTNode = None
     validate = CSTNode.__dict__.get("__post_init__") if CSTNode is not None else None
-    collecting = gc.isenabled()
-    gc.disable()
     if validate is not None:
         CSTNode.__post_init__ = _built_by_the_parser  # type: ignore[union-attr]
     try:
-        yield
+        with paused_gc():
+            yield
     finally:
         if validate is not None:
             CSTNode.__post_init__ = validate  # type: ignore[union-attr]
-        if collecting:
-            gc.enable()
 
 
 def _built_by_the_parser(self) -> None:

@@ -18,6 +18,7 @@ from mplint.codes import all_codes
 from mplint.config import ConfigResolver, FileSettings
 from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Severity
 from mplint.discovery import Found, PathProblem, discover, virtual_file
+from mplint.gc_pause import paused_gc
 from mplint.prefilter import may_need_parse, mentions_keras, needs_parse, worth_parsing
 from mplint.source import FileTooLarge, SourceError, atomic_write, load_document, read_bytes
 
@@ -107,6 +108,11 @@ def _environment_key(path: str, target: str) -> str:
 
 def process(job: Job) -> FileResult:
     """Lint (and fix) one file; runs in a worker process."""
+    with paused_gc():  # one file's trees and scans: see mplint.gc_pause
+        return _process(job)
+
+
+def _process(job: Job) -> FileResult:
     result = FileResult(job.filename, job.path, speculative=job.speculative)
     try:
         doc = load_document(job.path, job.data)
@@ -294,7 +300,8 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     cache = Cache(found[0].settings.root) if options.cache and found and stdin is None else None
     # Pass 0: the project index of each project the files belong to (cross-file facts:
     # a file is judged the same whether it is checked alone or with its project).
-    projects = _project_indexes(found, resolver, options)
+    with paused_gc():  # see mplint.gc_pause
+        projects = _project_indexes(found, resolver, options)
     # With workers and nothing to write, a file that needs the engine is sent to it as
     # soon as it is read. --fix and --diff wait for every file to be read.
     speculate = pool is not None and not (options.fix or options.diff or options.add_noqa)
@@ -324,7 +331,8 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         # the cache has seen unchanged is not read: its scan comes from the cache.
         scanned = []
         for item in found:
-            scan, data = _scan(item, projects, cache)
+            with paused_gc():
+                scan, data = _scan(item, projects, cache)
             count["scanned"] += 1
             if speculate and scan.result is None and scan.needs_parse:
                 sent.add(item.path)

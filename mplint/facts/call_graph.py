@@ -91,10 +91,13 @@ class CallGraph:
         self._constructions: dict[int, list[cst.Call]] = {}
         self._keys: dict[int, str] = {}
         self.by_key: dict[str, cst.FunctionDef] = {}
+        defined: dict[str, int] = {}  # qualified name -> how many functions have it so far
         for function in self.functions:
             key = self._qualname(function)
-            if key in self.by_key:  # the same name defined twice (`if` branches): number them
-                key = f"{key}#{sum(1 for k in self.by_key if k.split('#')[0] == key)}"
+            seen = defined.get(key, 0)
+            defined[key] = seen + 1
+            if seen:  # the same name defined twice (`if` branches): number them
+                key = f"{key}#{seen}"
             self._keys[id(function)] = key
             self.by_key[key] = function
         self.class_keys: dict[int, str] = {id(c): self._qualname(c) for c in self.classes}

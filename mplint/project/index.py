@@ -359,6 +359,9 @@ class ProjectIndex:
             found.update(queue)
             while queue:
                 module = queue.pop(0)
+                importers = [i for i in sorted(self.importers_of(module)) if i not in found and not self.is_test(i)]
+                if not importers:
+                    continue  # nobody to carry its policy to: its summary is not needed here
                 flow = self._flow(module)
                 if flow is None:
                     continue
@@ -366,9 +369,7 @@ class ProjectIndex:
                 at_import = flow.exit != frozenset({ENTRY})
                 if not names and not at_import:
                     continue
-                for importer in sorted(self.importers_of(module)):
-                    if importer in found or self.is_test(importer):
-                        continue
+                for importer in importers:
                     text = self.text(self.path_of[importer]) or ""
                     if at_import or any(name in text for name in names):
                         found.add(importer)
@@ -445,19 +446,20 @@ class ProjectIndex:
         return built[0] if built else None
 
     def _build_summary(self, module: str, path: str, text: str) -> tuple[dict, dict] | None:
-        import libcst as cst
-
         from mplint.facts.module import ModuleFacts
         from mplint.facts.summary import build_summary
+        from mplint.gc_pause import paused_gc
+        from mplint.parsing import parse
 
         try:
-            tree = cst.parse_module(text)
+            tree = parse(text)  # the chunked parse the engine uses (it re-uses the chunks)
         except Exception:  # does not parse: no facts (reported only when checked)
             return None
         context = ModuleContext(self, module, record=True)
         try:
-            facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed_for(path), project=context)
-            return build_summary(facts), context.deps
+            with paused_gc():  # see mplint.gc_pause
+                facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed_for(path), project=context)
+                return build_summary(facts), context.deps
         except (RecursionError, MemoryError) as exc:
             self.notes.append(f"{os.path.relpath(path)}: no project facts read from it ({type(exc).__name__})")
             return None
@@ -520,7 +522,9 @@ class ProjectIndex:
         modules their calls reach with a mixed policy, at any depth."""
         if self._solution is None:
             flows: dict = {}
-            pending = set(self.policy_modules)
+            # A module that imports no project module calls none: its flow runs nothing
+            # of the others, so it needs no summary here.
+            pending = {m for m in self.policy_modules if self.imports_of(m)}
             entries: dict = {}
             starts = {}
             while pending:
@@ -534,7 +538,8 @@ class ProjectIndex:
                 for module, flow in flows.items():
                     for caller, callee, state in flow.outgoing:
                         target = self.definition(callee)
-                        if target is None or target[0] in flows or target[0] in pending or self.is_test(target[0]):
+                        if target is None or target[0] in flows or target[0] in pending or self.is_test(target[0]) \
+                                or not self.imports_of(target[0]):
                             continue
                         caller_entry = starts[module] if caller == "" else entries.get((module, caller), frozenset())
                         if any(n.startswith("mixed_") for n in substitute(state, caller_entry)):
