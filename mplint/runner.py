@@ -100,10 +100,11 @@ def _source_error_finding(filename: str, exc: SourceError) -> Finding:
 def _environment_key(path: str, target: str) -> str:
     if target != "auto":
         return ""
-    from mplint.facts.target import container_target, environment_fingerprint, pins_fingerprint, project_root
+    from mplint.facts.target import environment_fingerprint, nearest_container_target, pins_fingerprint, project_root
 
-    root = project_root(os.path.dirname(os.path.abspath(path)))
-    return f"{environment_fingerprint()}|{pins_fingerprint(root)}|{container_target(root)!r}"
+    folder = os.path.dirname(os.path.abspath(path))
+    root = project_root(folder)
+    return f"{environment_fingerprint()}|{pins_fingerprint(root)}|{nearest_container_target(folder, root)!r}"
 
 
 def process(job: Job) -> FileResult:

@@ -595,7 +595,8 @@ class ScaledLossReported(Rule):
 
     def _sinks(self, function: cst.FunctionDef | cst.Module, names: set[str], after: cst.CSTNode) -> list[cst.Name]:
         """Names among `names` passed as they are to a metric update, or returned (as
-        they are, or as a value of a returned dict) by a training step, after `after`."""
+        they are, or as a value of a returned dict) by a model's training step method,
+        after `after`."""
         facts = self.facts
         found = []
         for node in facts.index.descendants(function):
@@ -607,7 +608,10 @@ class ScaledLossReported(Rule):
                     and node.func.attr.value in ("update_state", "stateless_update_state"):
                 found += [a.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in names]
             elif isinstance(node, cst.Return) and node.value is not None and isinstance(function, cst.FunctionDef) \
-                    and "step" in function.name.value:
+                    and "step" in function.name.value \
+                    and isinstance(facts.index.parent_of(facts.index.parent_of(function)), cst.ClassDef):
+                # a model's train/test step override: `fit` and `evaluate` log what it
+                # returns (a plain step function's caller decides what it logs)
                 found += [v for v in _returned(node.value) if isinstance(v, cst.Name) and v.value in names]
         return found
 

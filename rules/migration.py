@@ -229,6 +229,10 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     policy's `loss_scale` become the number. Other `policy.loss_scale` reads become the
     loss scale of the one `LossScaleOptimizer` (or compiled model) in reach (Keras 2
     `opt.loss_scale`, Keras 3 `opt.scale_loss(1.0)`), else are reported without a fix.
+
+    When the project says it runs TensorFlow older than 2.4 (a `tensorflow==2.3.*` pin,
+    a `tensorflow/tensorflow:2.2` or NVIDIA 20.xx image in the nearest Dockerfile), the
+    experimental API is the only one there: the finding is an info without a fix.
     """
 
     code = "MP401"
@@ -244,10 +248,22 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
 
     def removed(self, error: str) -> str:
         """What happens to the experimental API on the file's target: Keras 3 code runs on
-        TF 2.16+, Keras 2 code may still run on TF 2.4-2.8, where it was only deprecated."""
+        TF 2.16+, Keras 2 code may still run on TF 2.4-2.8, where it was only deprecated,
+        or on TF older than 2.4, where it is the only mixed-precision API."""
+        target = self.facts.target
+        if target.before_stable_api:
+            return (f"is the only mixed-precision API of the TensorFlow older than 2.4 this project runs on "
+                    f"({target.reason}); TF 2.4 deprecated it and TF 2.9 removed it ({error} from then on)")
         if self.keras2:
             return f"is deprecated since TF 2.4 and was removed in TF 2.9 ({error} from then on, tf-keras included)"
         return f"was removed (TF 2.21: {error})"
+
+    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None) -> None:
+        if self.facts.target.before_stable_api:
+            # Right where it runs now; the stable API the fix writes does not exist there.
+            message += " when the project moves to TF 2.4 or newer (no fix before: its TensorFlow has no other API)"
+            fix, severity = None, Severity.INFO
+        super().report(node, message, fix=fix, severity=severity)
 
     def check(self) -> None:
         self._handled_reads: set[int] = set()

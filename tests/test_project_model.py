@@ -142,3 +142,13 @@ def test_test_modules_keep_their_policy_to_themselves(tmp_path: Path) -> None:
     index = ProjectIndex(str(root))
     # tests/test_model.py sets mixed_float16 and calls reference.baseline(): not followed.
     assert index.context_for(str(root / "trainer" / "reference.py")).mixed_policies()[0] == frozenset()
+
+
+def test_experimental_api_on_tensorflow_before_2_4_is_an_info_without_a_fix(cli, tmp_path: Path) -> None:
+    """Where the image is TF 2.3, the experimental API is the only one: the stable API a
+    fix would write does not exist there (AttributeError). In the image next to it, TF
+    2.8, it is deprecated and fixed."""
+    root = _copy(FIXTURES / "projects" / "target_old_tensorflow_image", tmp_path)
+    result = cli(["--no-cache", "--output-format", "json", "."], cwd=root)
+    found = {(f["filename"].split("/")[0], f["severity"], f["fix"] is not None) for f in json.loads(result.stdout)}
+    assert found == {("segmentation", "info", False), ("detection", "error", True)}

@@ -289,6 +289,47 @@ def test_the_container_image_decides_after_the_pins(project, installed, dockerfi
     assert target.reason.startswith("Dockerfile builds on ")
 
 
+@pytest.mark.parametrize(
+    "dockerfile, before_stable_api",
+    [
+        ("FROM nvcr.io/nvidia/tensorflow:20.07-tf2-py3\n", True),  # TF 2.2
+        ("FROM nvcr.io/nvidia/tensorflow:21.02-tf2-py3\n", False),  # TF 2.4
+        ("FROM tensorflow/tensorflow:2.3.0-gpu\n", True),
+        ("FROM tensorflow/tensorflow:2.4.1\n", False),
+    ],
+)
+def test_the_image_says_whether_tensorflow_predates_the_stable_api(project, installed, dockerfile, before_stable_api):
+    installed({"tensorflow": "2.21.0"})
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "Dockerfile", dockerfile)
+    assert target_of(project / "train.py", TF_ONLY).before_stable_api is before_stable_api
+
+
+@pytest.mark.parametrize("pin, before_stable_api", [("tensorflow==2.3.1", True), ("tensorflow-gpu>=2.2,<2.4", True),
+                                                    ("tensorflow>=2.3,<2.16", False)])
+def test_pins_say_whether_tensorflow_predates_the_stable_api(project, installed, pin, before_stable_api):
+    installed({"tensorflow": "2.21.0"})
+    project_pins.cache_clear()
+    project_root.cache_clear()
+    write(project / "requirements.txt", pin + "\n")
+    assert target_of(project / "train.py", TF_ONLY).before_stable_api is before_stable_api
+
+
+def test_the_nearest_dockerfile_decides_for_its_folder(project, installed):
+    """A repository of projects, each with its own image: a file takes the Dockerfile of
+    its own folder or the nearest one above it, up to the project root."""
+    installed({"tensorflow": "2.21.0"})
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "Dockerfile", "FROM tensorflow/tensorflow:2.17.0\n")
+    write(project / "old" / "Dockerfile", "FROM tensorflow/tensorflow:2.3.0\n")
+    old = target_of(project / "old" / "nested" / "train.py", TF_ONLY)
+    new = target_of(project / "new" / "train.py", TF_ONLY)
+    assert (old.keras, old.before_stable_api) == ("keras2", True)
+    assert (new.keras, new.before_stable_api) == ("keras3", False)
+
+
 def test_a_newer_nvidia_image_says_nothing(project, installed):
     installed({"tensorflow": "2.21.0"})
     target_module.container_target.cache_clear()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 KERAS2 = "keras2"
@@ -53,6 +53,9 @@ class Target:
     keras: str  # KERAS2 or KERAS3
     reason: str
     assumed: bool = False  # no evidence in the code or the project: the environment's guess
+    # The evidence says TensorFlow older than 2.4, which has only the experimental
+    # mixed-precision API (a TF 2.2 image, `tensorflow==2.3.*`).
+    before_stable_api: bool = False
 
     @property
     def assumption(self) -> str:
@@ -94,10 +97,13 @@ def decide_target(
         for name in used_names:
             if name.startswith(KERAS3_ONLY_PREFIXES):
                 return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}")
+    folder = os.path.dirname(os.path.abspath(path))
+    root = project_root(folder)
+    pinned = project_pins(root) or nearest_container_target(folder, root)
     if project is not None:
+        if pinned is not None and pinned.keras == project.keras and pinned.before_stable_api:
+            return replace(project, reason=f"{project.reason}; {pinned.reason}", before_stable_api=True)
         return project
-    root = project_root(os.path.dirname(os.path.abspath(path)))
-    pinned = project_pins(root) or container_target(root)
     if pinned is not None:
         return pinned
     installed = installed_target()
@@ -110,9 +116,34 @@ _FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M | re.I)
 _ARG = re.compile(r"^\s*ARG\s+(\w+)=(\S+)", re.M | re.I)
 
 
-@lru_cache(maxsize=64)
+def nearest_container_target(folder: str, root: str | None) -> Target | None:
+    """The Keras of the TensorFlow image the nearest Dockerfile builds on, from the
+    file's folder up to the top of its git checkout (else up to the project root): a
+    repository of several projects, each with its own Dockerfile, runs each in its own
+    image, and a Dockerfile at the top builds the packages below it."""
+    current = folder
+    while True:
+        found = container_target(current)
+        if found is not None:
+            return found
+        parent = os.path.dirname(current)
+        if parent == current or os.path.isdir(os.path.join(current, ".git")) or (current == root and not _in_git(current)):
+            return None
+        current = parent
+
+
+@lru_cache(maxsize=1024)
+def _in_git(folder: str) -> bool:
+    """Whether a folder is inside a git checkout (a `.git` in it or above it)."""
+    if os.path.exists(os.path.join(folder, ".git")):
+        return True
+    parent = os.path.dirname(folder)
+    return parent != folder and _in_git(parent)
+
+
+@lru_cache(maxsize=1024)
 def container_target(root: str | None) -> Target | None:
-    """The Keras of the TensorFlow image a project's Dockerfile builds on."""
+    """The Keras of the TensorFlow image a folder's Dockerfile builds on."""
     if root is None:
         return None
     try:
@@ -130,23 +161,28 @@ def container_target(root: str | None) -> Target | None:
             image = re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), image)
             found = _image_target(image)
             if found is not None:
-                return Target(found, f"{name} builds on {image}")
+                keras, old = found
+                return Target(keras, f"{name} builds on {image}", before_stable_api=old)
     return None
 
 
-def _image_target(image: str) -> str | None:
+def _image_target(image: str) -> tuple[str, bool] | None:
+    """(Keras target, TensorFlow older than 2.4) of a TensorFlow image."""
     repository, _, tag = image.partition(":")
-    if repository.endswith("nvidia/tensorflow"):
+    if repository.endswith("nvidia/tensorflow") or "nvidia/merlin/merlin-tensorflow" in repository:
         if "-tf1" in tag:
-            return KERAS2
+            return KERAS2, True
         match = re.match(r"(\d\d)\.\d\d", tag)
         if match and int(match.group(1)) <= 23:
-            return KERAS2  # NVIDIA's release notes: up to 23.xx ship TensorFlow <= 2.14
+            # NVIDIA's release notes: up to 23.xx ship TensorFlow <= 2.14; the 20.xx
+            # TF2 images TensorFlow 2.0 - 2.3 (2.4 came with 21.02)
+            return KERAS2, int(match.group(1)) <= 20
         return None
     if repository.endswith("tensorflow/tensorflow"):
         match = re.match(r"(\d+)\.(\d+)", tag)
         if match:
-            return KERAS2 if (int(match.group(1)), int(match.group(2))) < (2, 16) else KERAS3
+            version = (int(match.group(1)), int(match.group(2)))
+            return (KERAS2 if version < (2, 16) else KERAS3), version < (2, 4)
     return None
 
 
@@ -327,7 +363,8 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
         if name in _TF_DISTRIBUTIONS:
             old, new = _eras(spec, _TF_VERSIONS, (2, 16))
             if old and not new:
-                return Target(KERAS2, f"{source} pins {line} (Keras 2 era)")
+                before, since = _eras(spec, _TF_VERSIONS, (2, 4))
+                return Target(KERAS2, f"{source} pins {line} (Keras 2 era)", before_stable_api=before and not since)
             if new and not old:
                 return Target(KERAS3, f"{source} pins {line} (Keras 3 era)")
         elif name == "keras":
@@ -404,6 +441,7 @@ def forget_project_files() -> None:
     project_pins.cache_clear()
     pins_fingerprint.cache_clear()
     container_target.cache_clear()
+    _in_git.cache_clear()
 
 
 def environment_fingerprint() -> str:
