@@ -257,7 +257,7 @@ class ProjectIndex:
 
     def _absolute_module(self, module: str, level: int, name: str) -> str | None:
         if level == 0:
-            return name
+            return self._from_script_folder(module, name)
         parts = module.split(".")
         if module not in self.packages:
             parts = parts[:-1]
@@ -271,10 +271,22 @@ class ProjectIndex:
         return path is None or self.scan(path).test
 
     # -- names ---------------------------------------------------------------------------------
+    def _from_script_folder(self, module: str, name: str) -> str:
+        """An absolute import as the project means it: `import resnet_model` in a script
+        next to resnet_model.py (Python puts a script's folder first on sys.path) is that
+        sibling when no top-level module of the project has the name."""
+        first = name.partition(".")[0]
+        if not name or first in self.path_of or "." not in module:
+            return name
+        sibling = f"{module.rpartition('.')[0]}.{name}" if module not in self.packages else f"{module}.{name}"
+        sibling_first = sibling[: len(sibling) - len(name)] + first
+        return sibling if sibling_first in self.path_of else name
+
     def absolute(self, module: str, raw: str) -> str | None:
-        """A name as `module` imports it, with relative imports made absolute."""
+        """A name as `module` imports it, with relative imports made absolute (and
+        script-folder imports resolved to the sibling module)."""
         if not raw.startswith("."):
-            return raw
+            return self._from_script_folder(module, raw)
         level = len(raw) - len(raw.lstrip("."))
         return self._absolute_module(module, level, raw[level:])
 
@@ -597,12 +609,15 @@ class ProjectIndex:
         return mixed, tuple(setters)
 
     def target(self) -> "Target | None":
-        """What the project's code says about the Keras it targets (tests aside)."""
+        """What the project's modules say about the Keras they target (tests and
+        notebooks aside)."""
         if self._target is _UNSET:
             from mplint.facts.target import KERAS2, KERAS3, Target
 
             keras2, keras3 = [], []
             for path in self.paths:
+                if path.endswith(".ipynb"):
+                    continue  # a notebook is a program of its own: it says nothing of the modules
                 scan = self.scan(path)
                 if scan.test:
                     continue
@@ -810,6 +825,8 @@ class ModuleContext:
         return False if self._record else self.index.used_as_part(self.module, key)
 
     def target(self):
+        if self.index.path_of.get(self.module, "").endswith(".ipynb"):
+            return None  # a notebook runs alone: the other modules' code says nothing of it
         return self.index.target()
 
     def mixed_policies(self) -> tuple[frozenset[str], tuple[str, ...]]:
