@@ -198,8 +198,11 @@ class Float16OverflowConstant(Rule):
     by a mask-like expression, or the fill of `where`/`full_like`/`tf.constant(...,
     dtype=x.dtype)`), a tensor of the same dtype is at hand (a parameter or a local tensor
     in the same expression), and the tensors are TensorFlow tensors (the module imports
-    TensorFlow or targets Keras 2): `x.dtype.min` is a `tf.DType` limit there, also in
-    Keras 3 (symbolic tensors in `call` are TensorFlow tensors too). Positive constants
+    TensorFlow at its top level or targets Keras 2): `x.dtype.min` is a `tf.DType` limit
+    there, also in Keras 3 (symbolic tensors in `call` are TensorFlow tensors too). Keras 3
+    code that imports TensorFlow only for its TensorFlow backend branch also runs on JAX
+    and torch, where `x.dtype.min` raises: no fix there, and the message names a value
+    float16 can hold instead. Positive constants
     become `x.dtype.max`, negative ones `x.dtype.min`. A constant that scales values
     (`x * 1e6`, `x / 1e6`) or comes from a parameter default or a flag is reported
     without a fix: compute that part in float32.
@@ -313,15 +316,19 @@ class Float16OverflowConstant(Rule):
             f"softmax over -inf); "
         )
         fix = None
-        if tensor is not None and constant.fixed_in_code and code.runs_on_tensorflow():
+        on_tensorflow = code.runs_on_tensorflow()
+        if tensor is not None and constant.fixed_in_code and on_tensorflow:
             spelled = f"{tensor.value}.dtype.{limit}"
             message += f"use the dtype-aware `{spelled}`"
             replacement = cst.Attribute(
                 value=cst.Attribute(value=cst.Name(tensor.value), attr=cst.Name("dtype")), attr=cst.Name(limit)
             )
             fix = self.fix(f"Use `{spelled}`", [Replace(constant.node, replacement)], unsafe=True)
-        else:
+        elif on_tensorflow:
             message += "compute this part in float32 (cast first) or use a dtype-aware value like `x.dtype.min`"
+        else:  # Keras 3 code that also runs on JAX/torch, where `x.dtype.min` raises
+            bound = "-65504.0 is its lowest" if constant.value < 0 else "65504.0 is its highest"
+            message += f"compute this part in float32 (cast first) or use a value float16 can hold ({bound})"
         self.report(constant.node, message, fix=fix)
 
 

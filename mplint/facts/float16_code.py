@@ -690,12 +690,20 @@ class Float16Code:
         return False
 
     def runs_on_tensorflow(self) -> bool:
-        """Tensors here are TensorFlow tensors (`x.dtype.min` works): the module imports
-        TensorFlow, or targets Keras 2 (always TensorFlow)."""
-        modules = self.facts.imports.imported_modules
-        if any(m == "tensorflow" or m.startswith("tensorflow.") for m in modules):
+        """Tensors here are TensorFlow tensors (`x.dtype.min` works): the module targets
+        Keras 2 (always TensorFlow) or imports TensorFlow at its top level."""
+        if self.facts.target.is_keras2:
             return True
-        return self.facts.target.is_keras2
+        # A Keras 3 module that imports TensorFlow only in a function or a branch (for the
+        # TensorFlow backend) also runs on JAX and torch, where `x.dtype.min` raises.
+        for statement in self.facts.module.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    names = [alias.name for alias in small.names] if isinstance(small, cst.Import) else \
+                        [small.module] if isinstance(small, cst.ImportFrom) and small.module is not None else []
+                    if any((dotted_name(n) or "").split(".")[0] == "tensorflow" for n in names):
+                        return True
+        return False
 
 
 # -- helpers ------------------------------------------------------------------------------
