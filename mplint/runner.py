@@ -303,6 +303,11 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     # a file is judged the same whether it is checked alone or with its project).
     with paused_gc():  # see mplint.gc_pause
         projects = _project_indexes(found, resolver, options)
+        if pool is not None:
+            # Worker processes fork from this one: solving each project's policies here,
+            # once, spares every worker from summarising the same modules again.
+            for index in {id(i): i for i in projects.values() if i is not None}.values():
+                index.solve()
     # With workers and nothing to write, a file that needs the engine is sent to it as
     # soon as it is read. --fix and --diff wait for every file to be read.
     speculate = pool is not None and not (options.fix or options.diff or options.add_noqa)

@@ -528,6 +528,10 @@ class ProjectIndex:
             return None
         return flow.functions[found[1]].effect
 
+    def solve(self) -> None:
+        """Compute the project-wide policy solution now (before worker processes fork)."""
+        self._solve()
+
     def _solve(self) -> tuple[dict, dict]:
         """Entries of every function the project runs under a policy it sets: the
         policy modules' flows, then (until nothing new is reached) the flows of the
