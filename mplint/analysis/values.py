@@ -424,36 +424,28 @@ class ValueResolver:
         if len({id(found[1]) for _, found in reads}) != 1:
             return []  # no parameter, or several: the combinations are not followed
         function, param = reads[0][1]
-        cases: list[Value] = []
+        candidates: list[Value] = []
         for site, argument in self.arguments(function, param):
             for inner in self.resolve_cases(argument, depth + 1):
                 label = f"argument `{param.name.value}` of `{function.name.value}(...)`"
-                relabelled = Value(inner.value, tuple(
+                candidates.append(Value(inner.value, tuple(
                     Source(s.literal, label, param.name.value) if s.via == "literal" else s for s in inner.sources
-                ))
-                for read, _ in reads:
-                    self._overrides[id(read)] = relabelled
-                try:
-                    found = self.resolve(node, depth)
-                finally:
-                    for read, _ in reads:
-                        self._overrides.pop(id(read), None)
-                if found is not None:
-                    cases.append(found)
+                )))
         if self.project is not None:
             for argument in self.project.arguments(self.call_graph().key_of(function), param.name.value):
-                if argument is None or not hasattr(argument, "value"):
-                    continue
-                inner = external_value(argument)  # type: ignore[arg-type]
+                if argument is not None and hasattr(argument, "value"):
+                    candidates.append(external_value(argument))  # type: ignore[arg-type]
+        cases: list[Value] = []
+        for candidate in candidates:  # the expression, with the parameter's reads taking each value
+            for read, _ in reads:
+                self._overrides[id(read)] = candidate
+            try:
+                found = self.resolve(node, depth)
+            finally:
                 for read, _ in reads:
-                    self._overrides[id(read)] = inner
-                try:
-                    found = self.resolve(node, depth)
-                finally:
-                    for read, _ in reads:
-                        self._overrides.pop(id(read), None)
-                if found is not None:
-                    cases.append(found)
+                    self._overrides.pop(id(read), None)
+            if found is not None:
+                cases.append(found)
         return cases
 
     def _parameter_reads(self, node: cst.BaseExpression) -> Iterator[tuple[cst.Name, tuple[cst.FunctionDef, cst.Param] | None]]:
