@@ -199,13 +199,28 @@ def project_root(folder: str) -> str | None:
         names = os.listdir(folder)
     except OSError:
         names = []
-    if any(n in names for n in _PROJECT_MARKERS) or any(_is_requirements_file(n) for n in names) \
+    if any(n in names and (n != "setup.py" or is_packaging_script(os.path.join(folder, n))) for n in _PROJECT_MARKERS) \
+            or any(_is_requirements_file(n) for n in names) \
             or ("requirements" in names and os.path.isdir(os.path.join(folder, "requirements"))):
         return folder
     if ".git" in names:
         return folder  # the repository's top: its Dockerfile and CI files may say
     parent = os.path.dirname(folder)
     return None if parent == folder else project_root(parent)
+
+
+_SETUP_CALL = re.compile(r"\b(?:setuptools|distutils|setup\s*\()")
+
+
+def is_packaging_script(path: str) -> bool:
+    """Whether a `setup.py` packages a project: a module of that name that only sets
+    flags (`runtime/setup.py` of a training script) says nothing about where the
+    project's top is."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return _SETUP_CALL.search(handle.read(200_000)) is not None
+    except OSError:
+        return False
 
 
 def _requirement_lines(root: str) -> list[tuple[str, str]]:

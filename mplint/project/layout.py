@@ -1,7 +1,8 @@
 """Where a project is and what its modules are called.
 
 - The project root is the nearest folder above a path with `pyproject.toml`,
-  `setup.cfg`, `setup.py` or `.git`; a path with none above it is its own folder's
+  `setup.cfg`, a packaging `setup.py` (not a module of that name that sets flags) or
+  `.git`; a path with none above it is its own folder's
   project (a loose folder of scripts).
 - A module's dotted name is its path under the root (or under `src/` for the src
   layout); `__init__.py` names its package.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from mplint.config import DEFAULT_EXCLUDE
+from mplint.facts.target import is_packaging_script
 
 MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_FILES = 50_000
@@ -33,7 +35,7 @@ def project_root(folder: str) -> str:
             names = set(os.listdir(current))
         except OSError:
             names = set()
-        if names & set(MARKERS):
+        if any(n in names and (n != "setup.py" or is_packaging_script(os.path.join(current, n))) for n in MARKERS):
             return current
         parent = os.path.dirname(current)
         if parent == current:
