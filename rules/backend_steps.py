@@ -607,13 +607,22 @@ class ScaledLossReported(Rule):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                     and node.func.attr.value in ("update_state", "stateless_update_state"):
                 found += [a.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in names]
-            elif isinstance(node, cst.Return) and node.value is not None and isinstance(function, cst.FunctionDef) \
-                    and "step" in function.name.value \
-                    and isinstance(facts.index.parent_of(facts.index.parent_of(function)), cst.ClassDef):
+            elif isinstance(node, cst.Return) and node.value is not None and _is_model_step_override(facts, function):
                 # a model's train/test step override: `fit` and `evaluate` log what it
                 # returns (a plain step function's caller decides what it logs)
                 found += [v for v in _returned(node.value) if isinstance(v, cst.Name) and v.value in names]
         return found
+
+
+def _is_model_step_override(facts, function: cst.FunctionDef | cst.Module) -> bool:
+    """`train_step` / `test_step` of a class that subclasses something (a Keras model):
+    the methods `fit` and `evaluate` call and log. A `_step` of a plain `Trainer` class
+    returns to a caller of its own."""
+    if not isinstance(function, cst.FunctionDef) or function.name.value not in ("train_step", "test_step"):
+        return False
+    owner = facts.index.parent_of(facts.index.parent_of(function))
+    return isinstance(owner, cst.ClassDef) and any(
+        not (isinstance(base.value, cst.Name) and base.value.value == "object") for base in owner.bases)
 
 
 def _returned(value: cst.BaseExpression) -> list[cst.BaseExpression]:
