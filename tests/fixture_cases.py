@@ -5,6 +5,7 @@
                                       (empty file: the case must stay silent)
     fixtures/MP101/<case>.fixed.py    the text after `--fix --unsafe-fixes` (absent: no change)
 
+A folder's `__init__.py` (the cases are modules of a package: library code) is no case.
 An optional first-line directive configures the case:
     # fixture: target=keras2 assume-policy=mixed_float16 select=MP101,MP301
 (select defaults to the folder's code).
@@ -77,7 +78,7 @@ def cases(code: str | None = None) -> list[Case]:
         if not folder.is_dir() or (code and folder.name != code):
             continue
         for path in sorted(folder.iterdir()):
-            if path.suffix not in (".py", ".ipynb") or ".fixed." in path.name:
+            if path.suffix not in (".py", ".ipynb") or ".fixed." in path.name or path.name == "__init__.py":
                 continue
             found.append(Case(folder.name, path.name[: -len(path.suffix)], path))
     return found

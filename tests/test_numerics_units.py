@@ -126,7 +126,27 @@ def test_overflow_constants_must_be_spelled_by_a_hazard_literal(value: str, fire
     """`1000.0 * 1000.0` overflows too, but no literal in the file shows it: the rule stays
     silent where the pre-filter would skip the file, so linting one file or a tree agrees."""
     text = LAYER_WITH.format(value=value)
-    doc = load_document("layer.py", text.encode())
-    findings = lint(doc, FileSettings(codes=frozenset({"MP501"}), target="keras3"), "layer.py")
+    doc = load_document("src/layer.py", text.encode())  # library layer code
+    findings = lint(doc, FileSettings(codes=frozenset({"MP501"}), target="keras3"), "src/layer.py")
     assert bool(findings) == fires
     assert needs_parse(text) or not findings
+
+
+def test_layer_code_of_a_library_is_checked_and_of_a_program_only_under_a_float16_policy(tmp_path) -> None:
+    """A package's layers run under their users' policies; a script's or notebook's
+    layers under the policy of their own program."""
+    from mplint.facts.float16_code import is_library_module
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    assert is_library_module(str(package / "layers.py"))
+    assert is_library_module(str(tmp_path / "src" / "layers.py"))
+    assert not is_library_module(str(tmp_path / "train.py"))
+    assert not is_library_module(str(package / "demo.ipynb"))
+    text = LAYER_WITH.format(value="1e9")
+    for path, policy, fires in ((package / "layers.py", None, True), (tmp_path / "train.py", None, False),
+                                (tmp_path / "train.py", "mixed_float16", True),
+                                (tmp_path / "train.py", "mixed_bfloat16", False)):
+        settings = FileSettings(codes=frozenset({"MP501"}), target="keras3", assumed_policy=policy)
+        assert bool(lint(load_document(str(path), text.encode()), settings, str(path))) == fires, (path, policy)

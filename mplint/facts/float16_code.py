@@ -5,10 +5,14 @@ Shared by MP501/MP502 (one analysis per module, `facts.analysis(Float16Code)`):
 * **Layer code**: the `call` method of every class whose bases resolve to a Keras
   `Layer`/`Model` (also through a layer class defined in the same module), functions
   passed to `keras.layers.Lambda`, and everything those reach in the same module
-  (`self.helper(...)` methods, module-level functions). Layer code runs under whatever
-  policy its *user* sets, so it is checked in every module, unless the module pins a
-  policy without float16 (`set_global_policy("mixed_bfloat16")`) or the class pins its
-  own dtype (`super().__init__(dtype="float32")`).
+  (`self.helper(...)` methods, module-level functions). Layer code of a *library* (a
+  module of a package: its folder has an `__init__.py`, or it sits under `src/`) runs
+  under whatever policy its users set, so it is checked there whatever the module
+  sets; layer code of a *program* (a script, a notebook, an example app) runs under
+  the policy its program sets, so it is checked only where a float16 policy can be in
+  effect (set in the module, assumed, or brought by the project). Never where the
+  module pins a policy without float16 (`set_global_policy("mixed_bfloat16")`) or the
+  class pins its own dtype (`super().__init__(dtype="float32")`).
 * **@tf.function code** (decorated, or wrapped by `tf.function(f)`) and what it reaches:
   its tensors are float16 only when the module runs `mixed_float16` (set in the file or
   by `assume-policy`), so it is checked only then.
@@ -21,6 +25,7 @@ which tensor a dtype-aware replacement can be spelled with.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -109,6 +114,18 @@ MASK_FUNCS = frozenset(
 )
 
 
+def is_library_module(path: str) -> bool:
+    """Whether a file is a module of an importable package (its folder holds an
+    `__init__.py`, or it sits under a `src/` folder), whose layers others use under
+    policies of their own; a script or notebook runs under the policy its program sets."""
+    if not path or path.endswith(".ipynb"):
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isfile(os.path.join(folder, "__init__.py")):
+        return True
+    return "src" in folder.replace(os.sep, "/").split("/")
+
+
 @dataclass(frozen=True)
 class Constant:
     """A constant operand: its value, how it was written, and the node to replace."""
@@ -148,7 +165,8 @@ class Float16Code:
         policies, known = self._module_policies()
         self.float16_excluded = bool(policies) and known and not (policies & FLOAT16_POLICIES)
         self.float16_policy = bool(policies & FLOAT16_POLICIES)
-        if not self.float16_excluded:
+        self.library_code = is_library_module(facts.path)
+        if not self.float16_excluded and (self.float16_policy or self.library_code):
             self._mark_layer_code()
         if self.float16_policy:
             self._mark_tf_functions()
