@@ -152,6 +152,70 @@ def spells_hazard_literal(facts: "ModuleFacts") -> bool:
     module without one needs no analysis (memoised per module with facts.analysis)."""
     return has_float16_hazard_literal(facts.text)
 
+# Ops that pass a tensor's values on unchanged (reshaped, moved, cast): a fill value
+# goes through them to what consumes it.
+_PASS_THROUGH = frozenset(
+    {"reshape", "transpose", "expand_dims", "squeeze", "cast", "identity", "stop_gradient", "tile",
+     "broadcast_to", "concat", "concatenate", "stack", "gather", "pad"}
+)
+# Where -inf becomes NaN: a softmax over a fully masked row, exp-sums, arithmetic.
+_INF_HAZARD_CALLS = ("softmax", "logsumexp", "reduce_logsumexp", "log_softmax", "sparsemax")
+
+
+def _fill_reaches_hazard(facts, fill: cst.Call, depth: int = 0) -> bool:
+    """Whether the tensor a `where` fills with an overflowing constant reaches code where
+    -inf turns into NaN: a softmax or exp-sum, arithmetic, a `return` (the caller's use),
+    directly or through a local name. A tensor that only goes into another function
+    (RWKV's `rnn_delta_rule(w, ...)`, which computes `exp(-exp(w))`: -inf is as harmless
+    there as -1e9) is not reported: what that function does with -inf is unknown."""
+    index = facts.index
+    node: cst.CSTNode = fill
+    while True:
+        parent = index.parent_of(node)
+        if parent is None:
+            return False
+        if isinstance(parent, (cst.Arg, cst.Element, cst.List, cst.Tuple, cst.Subscript, cst.SubscriptElement,
+                               cst.Index, cst.Slice)):
+            node = parent
+            continue
+        if isinstance(parent, cst.Call):
+            if node is parent.func:
+                return False
+            name = (facts.qualified(parent.func) or "").rsplit(".", 1)[-1]
+            if not name and isinstance(parent.func, (cst.Attribute, cst.Name)):
+                name = parent.func.attr.value if isinstance(parent.func, cst.Attribute) else parent.func.value
+            if any(hazard in name.lower() for hazard in _INF_HAZARD_CALLS):
+                return True
+            if name in _PASS_THROUGH:
+                node = parent
+                continue
+            return False
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.AugAssign, cst.Return)):
+            return True
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            return depth < 4 and _name_reaches_hazard(facts, parent, parent.targets[0].target.value, depth + 1)
+        return True  # a use this walk does not follow: keep reporting
+
+
+def _name_reaches_hazard(facts, assign: cst.Assign, name: str, depth: int) -> bool:
+    index = facts.index
+    function = index.enclosing(assign, cst.FunctionDef)
+    if function is None:
+        return True
+    uses = [n for n in index.descendants(function) if isinstance(n, cst.Name) and n.value == name
+            and index.before(assign, n) and not index.contains(assign, n)
+            and not (isinstance(index.parent_of(n), cst.Attribute) and index.parent_of(n).attr is n)]
+    if not uses:
+        return False
+    for use in uses:
+        parent = index.parent_of(use)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Assign) and use in [t.target for t in parent.targets]):
+            continue  # re-bound
+        if _fill_reaches_hazard(facts, use, depth):
+            return True
+    return False
+
+
 class Float16OverflowConstant(Rule):
     """## What it does
     Finds constants beyond float16's range (|x| >= 65520, e.g. `1e9`, `1e30`, or a name
@@ -270,6 +334,8 @@ class Float16OverflowConstant(Rule):
                         continue
                     if other is None or code.constant(other) is not None or code.is_wide(other):
                         continue  # where(c, -1e9, 0.0) builds a float32 tensor
+                    if not _fill_reaches_hazard(facts, call):
+                        continue  # the filled tensor only goes into a call whose use of -inf is unknown
                     yield constant, code.region_of(call), code.tensor_name(other), True  # type: ignore[misc]
             elif qualified in FULL_LIKE:
                 fill_value = arg_value(call, 1, "fill_value")
