@@ -1,9 +1,9 @@
 """MP5xx: float16 numerics hazards (constants float16 cannot hold, float16 inputs).
 
 Which code counts as computing in float16 is decided once per module by
-`mplint.facts.float16_code.Float16Code` (layer code everywhere, `@tf.function` code under a
-float16 policy); the input pipeline by `rules._input_pipeline.InputPipeline`. The
-float16 arithmetic itself is `rules._float16` (exact IEEE binary16 rounding).
+`mplint.facts.float16_code.Float16Code` (a library's layer code everywhere, a program's
+layer code and `@tf.function` code under a float16 policy); the input pipeline by
+`rules._input_pipeline.InputPipeline`. The float16 arithmetic itself is `rules._float16` (exact IEEE binary16 rounding).
 """
 
 from __future__ import annotations
@@ -226,9 +226,15 @@ class Float16OverflowConstant(Rule):
     module), functions given to `keras.layers.Lambda`, the module's functions and methods
     they call, and `@tf.function` code when the module runs `mixed_float16`.
 
-    Layer code is checked in every module, whether or not it sets a policy (a model zoo's
-    attention layer runs under its user's policy), unless the module sets only policies
-    without float16 (`mixed_bfloat16`, `float32`) or the class pins `dtype="float32"`.
+    Layer code of a library (a module of a package: its folder has an `__init__.py`, or
+    it sits under `src/`) is checked whether or not the module sets a policy (a model
+    zoo's attention layer runs under its user's policy); layer code of a program (a
+    script, a notebook, an example app) only where a float16 policy can be in effect
+    there (set in the program, assumed, or brought by the project). Never where the
+    module sets only policies without float16 (`mixed_bfloat16`, `float32`) or the class
+    pins `dtype="float32"`. A `where` fill is reported where the filled tensor reaches a
+    softmax or exp-sum, arithmetic, or a `return` (directly or through local names), not
+    where it only goes into another function (what that does with -inf is unknown).
     Not reported: code that already chose a dtype-aware value (`x.dtype.min`,
     `tf.float16.min`, `np.finfo`, a branch on the dtype), code known to compute in
     float32 (`tf.cast(x, tf.float32)` first, float32-created tensors), integer constants
