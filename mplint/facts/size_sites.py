@@ -99,6 +99,9 @@ MODEL_FACTORIES = MODEL_CONSTRUCTORS | SEQUENTIAL | frozenset({
     "keras.models.load_model", "keras.saving.load_model", "keras.models.clone_model",
     "keras.models.model_from_json", "keras.models.model_from_config", "keras.models.model_from_yaml",
 })
+# Names of data that come in batches (generators, loaders, datasets): `fit` ignores its
+# `batch_size` for them.
+_BATCHED_DATA_NAME = re.compile(r"(?i)(gen|dataset|(^|_)ds($|_)|loader|iterator|sequence|batches|flow|pipeline)")
 # Model method -> positional index of `batch_size`.
 MODEL_BATCH_METHODS = {"fit": 2, "evaluate": 2, "predict": 1}
 _COMPILE_KEYWORDS = frozenset({"loss", "optimizer", "metrics"})
@@ -518,6 +521,8 @@ class TensorCoreSites:
                 continue
             method = func.attr.value
             if method in MODEL_BATCH_METHODS and self.is_keras_model(func.value):
+                if self._feeds_batched_data(call):
+                    continue  # Keras ignores `batch_size` there: the data's own batches decide
                 sites.extend(self._batch(call, MODEL_BATCH_METHODS[method], "batch_size"))
             elif method in DATASET_BATCH_METHODS and self.is_dataset(func.value):
                 if method in _SEQUENCE_CUTTERS and self._batched_again_in_chain(call):
@@ -528,6 +533,22 @@ class TensorCoreSites:
                     found = [site for site in found if not _sequence_sized(site.value)]
                 sites.extend(found)
         return sites
+
+    def _feeds_batched_data(self, call: cst.Call) -> bool:
+        """`model.fit(ds, batch_size=...)` where the data comes in batches already (a
+        tf.data pipeline, a generator, an `ImageDataGenerator.flow*`, a `PyDataset`):
+        Keras ignores `batch_size` for them (its docs: do not specify it), so the number
+        says nothing about the step's size; the pipeline's own `.batch` is checked."""
+        data = arg_value(call, 0, "x")
+        if data is None:
+            return False
+        if self.is_dataset(data):
+            return True
+        if isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) \
+                and data.func.attr.value.startswith("flow"):
+            return True
+        name = data.value if isinstance(data, cst.Name) else data.attr.value if isinstance(data, cst.Attribute) else ""
+        return bool(_BATCHED_DATA_NAME.search(name))
 
     def _batched_again_in_chain(self, call: cst.Call) -> bool:
         """`ds.batch(n).map(f).batch(m)`: whether a later method call of the same chain
