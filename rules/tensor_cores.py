@@ -391,7 +391,8 @@ class BatchSizeNotMultiple(_TensorCoreRule):
     `tf.data.experimental.make_csv_dataset` and `keras.utils.*_dataset_from_*`.
     Receivers are resolved: `.batch(...)` on something that is not a tf.data pipeline
     (or not known to be one) and `.fit(...)` on something that is not a Keras model are
-    not reported.
+    not reported, nor `fit`'s `batch_size` where the data comes in batches already (a
+    tf.data pipeline, a generator, an `ImageDataGenerator.flow*`): Keras ignores it there.
 
     ## Why is this bad?
     The batch is a dimension of every matmul and convolution in the model: with 100
