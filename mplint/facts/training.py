@@ -782,12 +782,38 @@ def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
 
 
 def _divides(expr: cst.CSTNode) -> bool:
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
-        return True
+    """Whether `expr` divides by a loss scale by hand: `g / optimizer.loss_scale`,
+    `g / scale`, `g / 1024.0` (a power of two, a fixed loss scale). Averaging (`g /
+    smooth_samples`, `g / num_replicas`) is not unscaling."""
     stack = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide) \
+                and _is_loss_scale(node.right):
             return True
         stack.extend(c for c in node.children if isinstance(c, cst.CSTNode))
     return False
+
+
+def _is_loss_scale(divisor: cst.BaseExpression) -> bool:
+    if isinstance(divisor, (cst.Integer, cst.Float)):
+        try:
+            value = float(divisor.evaluated_value)
+        except (ValueError, OverflowError):
+            return False
+        return value >= 2 and value.is_integer() and int(value) & (int(value) - 1) == 0
+    for node in [divisor, *_all_descendants(divisor)]:
+        if isinstance(node, cst.Name) and "scale" in node.value.lower():
+            return True
+    return False
+
+
+def _all_descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if isinstance(child, cst.CSTNode):
+            found.append(child)
+            stack.extend(child.children)
+    return found
