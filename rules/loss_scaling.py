@@ -418,6 +418,10 @@ class GraphRewriteWithTape(Rule):
     ```
     or, better, the Keras mixed-precision API (MP403's fix).
 
+    Not reported where the loop scales the loss with the returned optimizer's own
+    `get_scaled_loss` (TF 2.x returns a Keras `LossScaleOptimizer` for a Keras optimizer,
+    and its `get_scaled_loss`/`get_unscaled_gradients` are how tape gradients are scaled).
+
     ## Fix safety
     No fix: MP403 replaces the graph rewrite, after which MP202 scales the loop.
     """
@@ -431,6 +435,11 @@ class GraphRewriteWithTape(Rule):
         loops = self.facts.analysis(TrainingLoops)
         for step in loops.steps:
             if step.kind == "minimize" or step.optimizer is None or step.optimizer.generation != "graph_rewrite":
+                continue
+            if step.scaling is not None:
+                # the loop scales the loss itself (`opt.get_scaled_loss`): given a Keras
+                # optimizer, TF 2.x's rewrite returns a Keras LossScaleOptimizer, whose
+                # get_scaled_loss/get_unscaled_gradients serve tape gradients
                 continue
             how = "`tf.gradients`" if step.kind == "tf.gradients" else "`GradientTape`"
             self.report(
