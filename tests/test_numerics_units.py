@@ -144,6 +144,7 @@ def test_layer_code_of_a_library_is_checked_and_of_a_program_only_under_a_float1
     assert is_library_module(str(tmp_path / "src" / "layers.py"))
     assert not is_library_module(str(tmp_path / "train.py"))
     assert not is_library_module(str(package / "demo.ipynb"))
+    assert not is_library_module(str(package / "layers_test.py"))  # a test module is a program
     text = LAYER_WITH.format(value="1e9")
     for path, policy, fires in ((package / "layers.py", None, True), (tmp_path / "train.py", None, False),
                                 (tmp_path / "train.py", "mixed_float16", True),

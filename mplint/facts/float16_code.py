@@ -37,6 +37,7 @@ from mplint.analysis.values import Source, Value
 from mplint.facts.policy import DTYPE_CONSTANTS
 
 from mplint.facts.float16_numbers import is_number
+from mplint.facts.test_modules import is_test_file
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -117,9 +118,10 @@ MASK_FUNCS = frozenset(
 def is_library_module(path: str) -> bool:
     """Whether a file is a module of an importable package (its folder holds an
     `__init__.py`, or it sits under a `src/` folder), whose layers others use under
-    policies of their own; a script or notebook runs under the policy its program sets."""
-    if not path or path.endswith(".ipynb"):
-        return False
+    policies of their own; a script, a notebook or a test module runs under the policy
+    its program sets."""
+    if not path or path.endswith(".ipynb") or is_test_file(path):
+        return False  # a test module is a program of its own: its layers run under its policy
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isfile(os.path.join(folder, "__init__.py")):
         return True
