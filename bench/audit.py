@@ -3,7 +3,12 @@ stratified sample of its findings, apply the hand-written labels, report precisi
 
     python bench/audit.py run NAME [REPO_DIR ...]   # findings of this checkout -> bench/audit/runs/NAME.jsonl
     python bench/audit.py sample NAME               # sample; unlabelled sampled findings -> labels.csv (verdict TODO)
-    python bench/audit.py report NAME [NAME ...]    # precision per rule of each run's sample; true findings lost
+    python bench/audit.py report NAME [NAME ...] [--labeller=L]
+                                                    # precision per rule of each run's sample; true findings lost;
+                                                    # agreement between labellers
+    python bench/audit.py blind NAME OUT.csv        # the whole sample without verdicts, for an independent labeller
+    python bench/audit.py merge NAME LABELLER IN.csv
+                                                    # an independent labeller's verdicts (key,verdict,fix,category,reason)
 
 Without REPO_DIR, `run` checks every folder under $MPLINT_AUDIT_ROOTS (colon-separated;
 default /work/corpus:/work/corpus-extra), one repository per folder, with its own
@@ -37,7 +42,8 @@ LABELS = os.path.join(AUDIT, "labels.csv")
 DEFAULT_ROOTS = "/work/corpus:/work/corpus-extra"
 PER_STRATUM = 3
 ENGINE_CODES = ("MP000", "MP900")
-LABEL_FIELDS = ["key", "repo", "path", "line", "code", "severity", "verdict", "fix", "category", "reason", "message"]
+LABEL_FIELDS = ["key", "repo", "path", "line", "code", "severity", "verdict", "fix", "category", "reason", "message",
+                "labeller"]
 VERDICTS = ("true", "false", "debatable")
 FIX_VERDICTS = ("correct", "wrong", "none")
 
@@ -156,17 +162,20 @@ def load_labels() -> list[dict]:
 
 
 def save_labels(rows: list[dict]) -> None:
-    rows = sorted(rows, key=lambda r: (r["code"], r["key"], r["message"]))
+    rows = sorted(rows, key=lambda r: (r["code"], r["key"], r["message"], r.get("labeller") or ""))
     with open(LABELS, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=LABEL_FIELDS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
 
 
-def label_for(finding: dict, labels: dict[str, list[dict]]) -> tuple[dict | None, bool]:
+def label_for(finding: dict, labels: dict[str, list[dict]], labeller: str | None = None) -> tuple[dict | None, bool]:
     """(label, exact): the label whose message matches the finding's, else the newest
-    label of its key (exact False: its message changed since it was labelled)."""
+    label of its key (exact False: its message changed since it was labelled). With
+    `labeller`, only that labeller's labels count ("" names the developers' own)."""
     rows = labels.get(finding["key"], [])
+    if labeller is not None:
+        rows = [r for r in rows if (r.get("labeller") or "") == labeller]
     message = normalised_message(finding["message"])
     for row in rows:
         if normalised_message(row["message"]) == message:
@@ -202,11 +211,11 @@ def command_sample(name: str) -> None:
 
 # -- the report -----------------------------------------------------------------------------
 
-def precision_table(name: str, labels: dict[str, list[dict]]) -> tuple[str, list[str]]:
+def precision_table(name: str, labels: dict[str, list[dict]], labeller: str | None = None) -> tuple[str, list[str]]:
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     todo = []
     for f in sample(load_run(name)):
-        label, exact = label_for(f, labels)
+        label, exact = label_for(f, labels, labeller)
         if label is None or not exact or label["verdict"] not in VERDICTS:
             todo.append(f["key"])
             counts[f["code"]]["unlabelled"] += 1
@@ -235,15 +244,16 @@ def _row(code: str, c: collections.Counter) -> str:
             f"| {c['fix correct']} / {c['fix wrong']} |")
 
 
-def command_report(names: list[str]) -> None:
+def command_report(names: list[str], labeller: str | None = None) -> None:
     rows = load_labels()
     labels = by_key(rows)
     for name in names:
-        table, todo = precision_table(name, labels)
-        print(f"### {name}\n\n{table}\n")
+        table, todo = precision_table(name, labels, labeller)
+        print(f"### {name}" + (f" (labeller: {labeller or 'developers'})" if labeller is not None else "") + f"\n\n{table}\n")
         if todo:
             print(f"{len(todo)} sampled findings without a current label (run `sample {name}`)\n")
     last = names[-1]
+    _print_agreement(last, labels)
     present = {f["key"] for f in load_run(last)}
     lost = sorted({r["key"] for r in rows if r["verdict"] == "true"} - present)
     print(f"true findings (labelled) missing from `{last}`: {len(lost)}")
@@ -256,15 +266,87 @@ def command_report(names: list[str]) -> None:
             print(f"  {category}: {n}")
 
 
+def _print_agreement(name: str, labels: dict[str, list[dict]]) -> None:
+    """How often labellers who judged the same sampled finding (same message) agree."""
+    pairs = agree = 0
+    disagreements = []
+    for f in sample(load_run(name)):
+        message = normalised_message(f["message"])
+        verdicts = {}
+        for row in labels.get(f["key"], []):
+            if normalised_message(row["message"]) == message and row["verdict"] in VERDICTS:
+                verdicts[row.get("labeller") or "developers"] = row["verdict"]
+        if len(verdicts) < 2:
+            continue
+        pairs += 1
+        if len(set(verdicts.values())) == 1:
+            agree += 1
+        else:
+            disagreements.append((f["key"], verdicts))
+    if not pairs:
+        return
+    print(f"labellers agree on {agree} of {pairs} sampled findings judged by more than one")
+    for key, verdicts in disagreements:
+        print(f"  {key}: " + ", ".join(f"{who} {verdict}" for who, verdict in sorted(verdicts.items())))
+    print()
+
+
+def command_blind(name: str, out: str) -> None:
+    """The sample as a labeller sees it: the findings, no verdicts."""
+    fields = ["key", "repo", "path", "line", "code", "severity", "fix", "message"]
+    with open(out, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        for f in sample(load_run(name)):
+            writer.writerow({"key": f["key"], "repo": f["repo"],
+                             "path": f["filename"] + (f":cell{f['cell']}" if f.get("cell") else ""),
+                             "line": f["location"]["row"], "code": f["code"], "severity": f["severity"],
+                             "fix": f["fix"] or "none", "message": f["message"]})
+    print(f"{len(sample(load_run(name)))} sampled findings -> {out}")
+
+
+def command_merge(name: str, labeller: str, path: str) -> None:
+    """Adds a labeller's verdicts on findings of run `name` (replacing that labeller's
+    earlier label of the same finding and message)."""
+    findings = {f["key"]: f for f in load_run(name)}
+    rows = load_labels()
+    with open(path, newline="", encoding="utf-8") as handle:
+        given = list(csv.DictReader(handle))
+    added = 0
+    for row in given:
+        f = findings.get(row["key"])
+        verdict = (row.get("verdict") or "").strip().lower()
+        if f is None or verdict not in VERDICTS:
+            print(f"skipped (unknown key or verdict): {row.get('key')} {verdict}")
+            continue
+        message = normalised_message(f["message"])
+        rows = [r for r in rows if not (r["key"] == f["key"] and (r.get("labeller") or "") == labeller
+                                        and normalised_message(r["message"]) == message)]
+        fix = (row.get("fix") or "none").strip().lower()
+        rows.append({"key": f["key"], "repo": f["repo"], "path": f["filename"] + (f":cell{f['cell']}" if f.get("cell") else ""),
+                     "line": f["location"]["row"], "code": f["code"], "severity": f["severity"], "verdict": verdict,
+                     "fix": fix if fix in FIX_VERDICTS else "none", "category": (row.get("category") or "").strip(),
+                     "reason": (row.get("reason") or "").strip(), "message": f["message"], "labeller": labeller})
+        added += 1
+    save_labels(rows)
+    print(f"{added} labels by {labeller} merged into {os.path.relpath(LABELS)}")
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) < 2 or argv[0] not in ("run", "sample", "report"):
+    if len(argv) < 2 or argv[0] not in ("run", "sample", "report", "blind", "merge"):
         raise SystemExit(__doc__)
     if argv[0] == "run":
         command_run(argv[1], argv[2:])
     elif argv[0] == "sample":
         command_sample(argv[1])
+    elif argv[0] == "blind":
+        command_blind(argv[1], argv[2])
+    elif argv[0] == "merge":
+        command_merge(argv[1], argv[2], argv[3])
     else:
-        command_report(argv[1:])
+        names = [a for a in argv[1:] if not a.startswith("--labeller")]
+        labeller = next((a.split("=", 1)[1] for a in argv[1:] if a.startswith("--labeller=")), None)
+        command_report(names, labeller)
 
 
 if __name__ == "__main__":
