@@ -52,14 +52,20 @@ def changed_files(before: str, after: str) -> list[str]:
 
 
 def compiles(path: str) -> str | None:
+    """None if the file compiles, else the error. A notebook compiles cell by cell, as
+    Jupyter runs it (a `from __future__` import may open any cell)."""
+    import re
+
     from mplint.source import load_document
 
     with open(path, "rb") as handle:
         doc = load_document(path, handle.read())
-    try:
-        compile(doc.text, path, "exec", doc.compile_flags())
-    except SyntaxError as exc:
-        return f"{exc.msg} (line {exc.lineno})"
+    units = re.split(r"(?m)^# mplint-cell \d+$", doc.text) if path.endswith(".ipynb") else [doc.text]
+    for unit in units:
+        try:
+            compile(unit, path, "exec", doc.compile_flags())
+        except SyntaxError as exc:
+            return f"{exc.msg} (line {exc.lineno})"
     return None
 
 
