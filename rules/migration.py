@@ -918,7 +918,10 @@ class LossScaleApiMismatch(MigrationRule):
     """## What it does
     Finds the other Keras generation's `LossScaleOptimizer` API for the file's target:
     Keras 2 `get_scaled_loss` / `get_unscaled_gradients` and `dynamic=False` under Keras
-    3, Keras 3 `scale_loss` under Keras 2.
+    3, Keras 3 `scale_loss` under Keras 2. Calls on an experimental `LossScaleOptimizer`
+    (TF 2.1-2.8, or the one TF 2.x's graph rewrite returns) are not reported: that
+    optimizer has these methods, MP401/MP403 report its constructor, and the calls are
+    reported once it has been migrated.
 
     ## Why is this bad?
     A Keras 3 `LossScaleOptimizer` has no `get_scaled_loss` / `get_unscaled_gradients`
