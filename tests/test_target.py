@@ -398,3 +398,92 @@ def test_an_assumed_target_makes_its_fixes_unsafe_and_says_so(cli, project, inst
     findings = json.loads(cli(["--no-cache", "--output-format", "json", "train.py"], cwd=project).stdout)
     assert all("assumed" not in f["message"] for f in findings)
     assert any(f["fix"] and f["fix"]["applicability"] == "safe" for f in findings)
+
+
+# -- what a file, a notebook's record and a README say about the TensorFlow it runs on -----
+
+def test_a_file_using_tf1_only_apis_runs_on_tf1(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    target = target_of(project / "train.py", "import tensorflow as tf\nsession = tf.Session()\n")
+    assert (target.keras, target.before_stable_api, target.assumed) == ("keras2", True, False)
+    assert "tensorflow.Session" in target.reason
+    # tf.compat.v1 is how TF 2 runs TF 1.x code: no evidence of TF 1.x
+    assert target_of(project / "t2.py", "import tensorflow as tf\nsession = tf.compat.v1.Session()\n").assumed
+
+
+def _notebook(path, cells) -> None:
+    import json
+
+    write(path, json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": outputs, "source": source}
+                                      for source, outputs in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}))
+
+
+@pytest.mark.parametrize(
+    "cells, keras, before_stable_api",
+    [
+        ([("import tensorflow as tf\nprint(tf.__version__)", [{"output_type": "stream", "name": "stdout", "text": ["2.0.0\n"]}])],
+         "keras2", True),
+        ([("tf.__version__", [{"output_type": "execute_result", "data": {"text/plain": ["'2.17.1'"]}, "metadata": {}}])],
+         "keras3", False),
+        ([("%tensorflow_version 1.x", [])], "keras2", True),
+        ([("!pip install -q tensorflow-gpu==2.11.0", [])], "keras2", False),
+        # numpy's version printed beside TensorFlow's: not read
+        ([("print(np.__version__, tf.__version__)", [{"output_type": "stream", "name": "stdout", "text": ["1.26.4 2.0.0\n"]}])],
+         None, None),
+    ],
+)
+def test_a_notebook_says_what_it_ran_on(project, installed, cells, keras, before_stable_api):
+    installed({"tensorflow": "2.21.0"})
+    path = project / "demo.ipynb"
+    _notebook(path, cells)
+    found = target_module.notebook_target(str(path))
+    if keras is None:
+        assert found is None
+    else:
+        assert (found.keras, found.before_stable_api, found.assumed) == (keras, before_stable_api, False)
+
+
+@pytest.mark.parametrize(
+    "readme, keras, before_stable_api",
+    [
+        ("Notebooks for mixed precision in tf.keras (TensorFlow 2.0).\n", "keras2", True),
+        ("- docker image tensorflow/tensorflow:2.4.0-gpu\n", "keras2", False),
+        ("```\npip install tensorflow==2.17.0\n```\n", "keras3", False),
+        ("Tested with TensorFlow 1.15 and TF 2.3.\n", "keras2", True),
+        ("Requires TensorFlow 2.4+.\n", None, None),  # a lower bound says nothing
+        ("Works with TensorFlow 2.0 or later.\n", None, None),
+        ("Runs on TensorFlow 2.3 and TensorFlow 2.17.\n", None, None),  # they disagree
+        ("A TensorFlow2 model (TF 2.x).\n", None, None),
+    ],
+)
+def test_a_readme_next_to_the_code_names_its_tensorflow(project, installed, readme, keras, before_stable_api):
+    installed({"tensorflow": "2.21.0"})
+    target_module.readme_target.cache_clear()
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "bench" / "README.md", readme)
+    target = target_of(project / "bench" / "code" / "train.py", TF_ONLY)
+    if keras is None:
+        assert target.assumed
+    else:
+        assert (target.keras, target.before_stable_api, target.assumed) == (keras, before_stable_api, False)
+        assert target.reason.startswith("README.md names ")
+
+
+def test_a_readme_three_folders_up_says_nothing(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    target_module.readme_target.cache_clear()
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "README.md", "Use TensorFlow 2.3.\n")
+    assert target_of(project / "a" / "b" / "c" / "train.py", TF_ONLY).assumed
+
+
+def test_a_dockerfile_in_a_docker_folder_or_named_dot_dockerfile(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "svc" / "dockerfile" / "train.Dockerfile", "FROM tensorflow/tensorflow:2.12.0-gpu\n")
+    target = target_of(project / "svc" / "train.py", TF_ONLY)
+    assert (target.keras, target.assumed) == ("keras2", False)
+    assert target.reason == "dockerfile/train.Dockerfile builds on tensorflow/tensorflow:2.12.0-gpu"

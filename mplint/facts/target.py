@@ -4,7 +4,11 @@ The same loss-scaling repair reads differently for each, so fixes are written fo
 file's target. Decided per file, first match wins:
 
 1. `--target` / `target` in config (unless "auto");
-2. the file sets `TF_USE_LEGACY_KERAS` or imports `tf_keras` -> keras2;
+2. the file sets `TF_USE_LEGACY_KERAS` or imports `tf_keras` -> keras2; it uses
+   TF 1.x-only top-level APIs (`tf.Session`, `tf.placeholder`, `tf.contrib`, ...) ->
+   keras2 on a TensorFlow older than 2.4; a notebook says what it ran on (Colab's
+   `%tensorflow_version 1.x`, a `!pip install tensorflow==X.Y` cell, the recorded
+   output of printing `tf.__version__`);
 3. the file imports standalone `keras` and uses Keras-3-only names -> keras3;
 4. the rest of the project (`mplint.project.index`): another module sets
    `TF_USE_LEGACY_KERAS` (also in a helper such as `ensure_keras_v2()`), imports
@@ -14,9 +18,12 @@ file's target. Decided per file, first match wins:
    setup.py): `tensorflow<2.16`, `keras<3`, a required `tf-keras` dependency -> keras2;
    `tensorflow>=2.16`, `keras>=3` -> keras3; required dependencies decide before
    optional extras;
-6. the project's container image (`Dockerfile*`): `FROM tensorflow/tensorflow:2.N` by
+6. the project's container image (`Dockerfile*`, `*.Dockerfile`, also in a `docker/`
+   folder), the nearest from the file's folder up: `FROM tensorflow/tensorflow:2.N` by
    its version, NVIDIA's `nvcr.io/nvidia/tensorflow:YY.MM-tf2-py3` up to 23.xx and any
-   `-tf1-` tag -> keras2;
+   `-tf1-` tag -> keras2; within two folders of the file, a README that names its
+   TensorFlow (an image, `pip install tensorflow==X.Y`, "TensorFlow 2.0"; every version
+   it names must agree);
 7. the installed tensorflow / keras versions, read from package metadata (never
    imported): *assumed*, since the environment running mplint need not be the one the
    code runs in;
@@ -46,6 +53,18 @@ KERAS3_ONLY_PREFIXES = (
     "keras.Variable", "keras.distribution", "keras.export",
 )
 _PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements.txt")
+# Top-level names only TF 1.x has (TF 2 keeps them under tf.compat.v1): a file that uses
+# them runs on TensorFlow 1.x.
+TF1_ONLY_NAMES = frozenset({
+    "tensorflow.Session", "tensorflow.InteractiveSession", "tensorflow.placeholder", "tensorflow.get_variable",
+    "tensorflow.variable_scope", "tensorflow.get_collection", "tensorflow.global_variables",
+    "tensorflow.trainable_variables", "tensorflow.global_variables_initializer", "tensorflow.train.get_global_step",
+    "tensorflow.train.get_or_create_global_step", "tensorflow.train.Saver", "tensorflow.to_float",
+    "tensorflow.random_normal", "tensorflow.truncated_normal", "tensorflow.layers.dense", "tensorflow.gfile.GFile",
+    "tensorflow.gfile.Open", "tensorflow.app.run",
+})
+TF1_ONLY_PREFIXES = ("tensorflow.contrib.", "tensorflow.logging.", "tensorflow.layers.")
+_TF1_OPTIMIZER = re.compile(r"^tensorflow\.train\.\w+Optimizer$")
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,14 @@ def decide_target(
         return Target(KERAS2, "the file imports tf_keras")
     if any(m == "keras_core" or m.startswith("keras_core.") for m in imported_modules):
         return Target(KERAS3, "the file imports keras_core (Keras 3's preview)")
+    tf1 = next((n for n in sorted(used_names) if n in TF1_ONLY_NAMES or n.startswith(TF1_ONLY_PREFIXES)
+                or _TF1_OPTIMIZER.match(n)), None)
+    if tf1 is not None:
+        return Target(KERAS2, f"the file uses TF 1.x-only `{tf1}`", before_stable_api=True)
+    if path.endswith(".ipynb"):
+        ran_on = notebook_target(path)
+        if ran_on is not None:
+            return ran_on
     if any(m == "keras" or m.startswith("keras.") for m in imported_modules):
         for name in used_names:
             if name.startswith(KERAS3_ONLY_PREFIXES):
@@ -120,12 +147,16 @@ def nearest_container_target(folder: str, root: str | None) -> Target | None:
     """The Keras of the TensorFlow image the nearest Dockerfile builds on, from the
     file's folder up to the top of its git checkout (else up to the project root): a
     repository of several projects, each with its own Dockerfile, runs each in its own
-    image, and a Dockerfile at the top builds the packages below it."""
+    image, and a Dockerfile at the top builds the packages below it. Within two folders
+    of the file, a README that names the TensorFlow it runs on (an image, a `pip
+    install tensorflow==X` line, "TensorFlow 2.0") decides where no Dockerfile does."""
     current = folder
+    levels = 0
     while True:
-        found = container_target(current)
+        found = container_target(current) or (readme_target(current) if levels <= 2 else None)
         if found is not None:
             return found
+        levels += 1
         parent = os.path.dirname(current)
         if parent == current or os.path.isdir(os.path.join(current, ".git")) or (current == root and not _in_git(current)):
             return None
@@ -141,16 +172,36 @@ def _in_git(folder: str) -> bool:
     return parent != folder and _in_git(parent)
 
 
+_DOCKER_FOLDERS = ("docker", "dockerfile", "dockerfiles", "Docker", ".devcontainer")
+
+
+def _is_dockerfile_name(name: str) -> bool:
+    return name.startswith("Dockerfile") or name.lower().endswith(".dockerfile")
+
+
+def _dockerfiles(root: str) -> list[str]:
+    """A folder's Dockerfiles (`Dockerfile*`, `*.Dockerfile`), then those of its
+    `docker/` (`dockerfile/`, `.devcontainer/`, ...) folder, as paths relative to it."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    found = [n for n in names if _is_dockerfile_name(n) and os.path.isfile(os.path.join(root, n))]
+    for folder in _DOCKER_FOLDERS:
+        if folder in names and os.path.isdir(os.path.join(root, folder)):
+            try:
+                found += [f"{folder}/{n}" for n in sorted(os.listdir(os.path.join(root, folder))) if _is_dockerfile_name(n)]
+            except OSError:
+                continue
+    return found
+
+
 @lru_cache(maxsize=1024)
 def container_target(root: str | None) -> Target | None:
     """The Keras of the TensorFlow image a folder's Dockerfile builds on."""
     if root is None:
         return None
-    try:
-        names = sorted(n for n in os.listdir(root) if n.startswith("Dockerfile"))
-    except OSError:
-        return None
-    for name in names:
+    for name in _dockerfiles(root):
         try:
             with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
                 text = handle.read(65536)
@@ -183,6 +234,112 @@ def _image_target(image: str) -> tuple[str, bool] | None:
         if match:
             version = (int(match.group(1)), int(match.group(2)))
             return (KERAS2 if version < (2, 16) else KERAS3), version < (2, 4)
+    return None
+
+
+_README_NAMES = ("README.md", "README.rst", "README.txt", "README", "Readme.md", "readme.md")
+_IMAGE_REFERENCE = re.compile(r"\b((?:[\w.-]+/)*(?:tensorflow/tensorflow|nvidia/tensorflow|merlin-tensorflow[\w-]*)):([\w.-]+)")
+_PIP_TENSORFLOW = re.compile(r"pip3?\s+install\b[^\n]*?\b(?:tensorflow|tensorflow-gpu|tensorflow-cpu)==(\d+)\.(\d+)")
+# "TensorFlow 2.0", "TF 1.15", not "TensorFlow 2.4+", "TF 2.x", "TensorFlow 2.0 or later".
+_PROSE_VERSION = re.compile(
+    r"(?<![>=\w])(?:TensorFlow|Tensorflow|tensorflow|TF)[ -]?v?(\d)\.(\d{1,2})(?:\.\d+)?(?![\d.]*\w)"
+    r"(?!\s*(?:\+|or\s+(?:later|newer|above|higher|greater)|and\s+(?:later|newer|above|higher|up)))"
+)
+
+
+@lru_cache(maxsize=1024)
+def readme_target(folder: str) -> Target | None:
+    """What a folder's README says the code runs on: a TensorFlow image, a `pip install
+    tensorflow==X.Y` line, or "TensorFlow X.Y" in its prose. Every version it names must
+    agree on the Keras (and on TensorFlow before 2.4, for the experimental API);
+    otherwise it decides nothing."""
+    for name in _README_NAMES:
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(200_000)
+        except OSError:
+            return None
+        versions: list[tuple[int, int]] = []
+        named: list[str] = []
+        for image, tag in _IMAGE_REFERENCE.findall(text):
+            found = _image_target(f"{image}:{tag}")
+            if found is not None:
+                keras, old = found
+                versions.append((2, 0) if old else (2, 15) if keras == KERAS2 else (2, 16))
+                named.append(f"the image {image}:{tag}")
+        for match in _PIP_TENSORFLOW.finditer(text):
+            versions.append((int(match.group(1)), int(match.group(2))))
+            named.append(f"`{match.group(0).strip()}`")
+        for match in _PROSE_VERSION.finditer(text):
+            if int(match.group(1)) in (1, 2):
+                versions.append((int(match.group(1)), int(match.group(2))))
+                named.append(f'"{match.group(0)}"')
+        if not versions:
+            return None
+        shown = list(dict.fromkeys(named))
+        return _target_of_versions(versions, f"{name} names {', '.join(shown[:2])}" + (" ..." if len(shown) > 2 else ""))
+    return None
+
+
+def _target_of_versions(versions: list[tuple[int, int]], reason: str) -> Target | None:
+    if all(v < (2, 16) for v in versions):
+        return Target(KERAS2, reason, before_stable_api=all(v < (2, 4) for v in versions))
+    if all(v >= (2, 16) for v in versions):
+        return Target(KERAS3, reason)
+    return None
+
+
+_VERSION_SOURCE = re.compile(r"\b(?:tf|tensorflow)\.(?:version\.VERSION|__version__)")
+_VERSION_TEXT = re.compile(r"\b(\d+)\.(\d+)\.\d+")
+_TENSORFLOW_VERSION_MAGIC = re.compile(r"^\s*%tensorflow_version\s+1(?:\.x)?\b", re.M)
+
+
+def notebook_target(path: str) -> Target | None:
+    """The TensorFlow a notebook says it runs on: Colab's `%tensorflow_version 1.x`, a
+    `!pip install tensorflow==X.Y` cell, or the recorded output of printing
+    `tf.__version__` (the notebook was run on that version)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _notebook_target(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=256)
+def _notebook_target(path: str, mtime: int, size: int) -> Target | None:
+    import json
+
+    try:
+        with open(path, "rb") as handle:
+            cells = json.loads(handle.read().decode("utf-8", errors="replace")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(cells, list):
+        return None
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        if _TENSORFLOW_VERSION_MAGIC.search(source):
+            return Target(KERAS2, "the notebook selects TensorFlow 1.x (`%tensorflow_version 1.x`)", before_stable_api=True)
+        pinned = _PIP_TENSORFLOW.search(source)
+        if pinned:
+            return _target_of_versions([(int(pinned.group(1)), int(pinned.group(2)))],
+                                       f"the notebook installs tensorflow {pinned.group(1)}.{pinned.group(2)}")
+        if _VERSION_SOURCE.search(source) and source.count("__version__") + source.count("VERSION") == 1:
+            for output in cell.get("outputs", []) or []:
+                if not isinstance(output, dict):
+                    continue
+                text = output.get("text") or (output.get("data") or {}).get("text/plain") or ""
+                text = "".join(text) if isinstance(text, list) else str(text)
+                match = _VERSION_TEXT.search(text)
+                if match:
+                    return _target_of_versions([(int(match.group(1)), int(match.group(2)))],
+                                               f"the notebook ran on TensorFlow {match.group(0)} (its output)")
     return None
 
 
@@ -456,6 +613,7 @@ def forget_project_files() -> None:
     project_pins.cache_clear()
     pins_fingerprint.cache_clear()
     container_target.cache_clear()
+    readme_target.cache_clear()
     _in_git.cache_clear()
 
 
