@@ -766,6 +766,14 @@ class GraphRewriteApi(MigrationRule):
         if policy is None or spelling is None:
             self.report(call, f"{message}; use the Keras mixed-precision API", severity=severity)
             return
+        importers = facts.project.importers() if facts.project is not None else ()
+        if policy and importers and facts.analysis(TrainingLoops).scope_of(call) is not facts.index.module:
+            # the rewrite runs when a function is called; a policy at the module's top
+            # would run whenever another module imports it (and change that program)
+            self.report(call, f"{message}; use the Keras mixed-precision API (no fix: `{importers[0]}` imports this "
+                        "module, and a policy set at its top would apply there too: set the mixed_float16 policy "
+                        "where the model is built)", severity=severity)
+            return
         module, extra = spelling
         guard = guard_of(facts.index, call)
         if policy and guard:
@@ -833,8 +841,9 @@ class GraphRewriteApi(MigrationRule):
             at, after = anchor, True
         elif isinstance(scope, cst.FunctionDef) and first is not None:
             if not _builds_model(facts, scope):
-                return None, (f"the graph rewrite runs only when `{condition}`, in `{scope.name.value}`, which does not "
-                              "build the model: set the mixed_float16 policy under that condition before the model is built")
+                return None, (f"the graph rewrite runs only when `{condition}`, in `{scope.name.value}`, which builds no "
+                              "Keras model itself: set the mixed_float16 policy under that condition before the model "
+                              "is built")
             docstring = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
                 and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
             change = InsertAfter(first, block) if docstring else InsertBefore(first, block)

@@ -327,13 +327,40 @@ class Float16Code:
             self._region[id(root)] = kind
         while queue:
             function = queue.pop()
+            upcast = self._last_parameter_upcast(function)
             for node in self.index.descendants(function):
                 if not isinstance(node, cst.Call):
                     continue
+                if upcast is not None and self.index.before(upcast, node):
+                    continue  # called with the float32 copies of the inputs: its code computes in float32
                 target = self._callee(node)
                 if target is not None and id(target) not in self._region:
                     self._region[id(target)] = kind
                     queue.append(target)
+
+    def _last_parameter_upcast(self, function: cst.CSTNode) -> cst.CSTNode | None:
+        """The last statement of a function that re-binds one of its parameters to a
+        float32 cast of it (`boxes = ops.pad(ops.cast(boxes, "float32"), ...)`): the
+        function chose float32 for what it computes from there on, and so for what it
+        hands the functions it calls after it (keras-hub's NMS casts its boxes, then
+        loops over `_bbox_overlap`)."""
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        params = {p.name.value for p in _params(function)}
+        found = None
+        for node in self.index.descendants(function):
+            if not (isinstance(node, cst.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value in params):
+                continue
+            name = node.targets[0].target.value
+            for call in [node.value, *self.index.descendants(node.value)]:
+                if isinstance(call, cst.Call) and self.facts.qualified(call.func) in CASTS:
+                    dtype = arg_value(call, CASTS[self.facts.qualified(call.func)], "dtype")
+                    value = arg_value(call, 0, "x")
+                    if dtype is not None and self.is_wide_dtype(dtype) and isinstance(value, cst.Name) \
+                            and value.value == name:
+                        found = node
+        return found
 
     def _callee(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func

@@ -74,6 +74,10 @@ class ProjectContext(Protocol):
         """Whether a call in another module uses the model this module's function (or
         class) builds as a part of another model."""
 
+    def importers(self) -> tuple[str, ...]:
+        """The project's modules (tests aside) that import this one: code at this
+        module's top runs in their programs too."""
+
     def arguments(self, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
         """What the calls of this module's `function` in other modules give `param`
         (None for a call whose argument is not known)."""

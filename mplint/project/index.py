@@ -71,6 +71,7 @@ class ProjectIndex:
         self._summary_deps: dict[str, dict] = {}  # what each summary in _summaries was built from
         self._building: set[str] = set()
         self._importers: dict[str, set[str]] | None = None
+        self._folders: set[str] | None = None
         self._imports: dict[str, set[str]] = {}
         self._resolved: dict[tuple[str, str], str | None] = {}
         self._policy_modules: set[str] | None = None
@@ -128,6 +129,7 @@ class ProjectIndex:
         if old is None or old.imports != new.imports or old.sets_policy != new.sets_policy or in_solution:
             self._summaries.clear()
             self._importers = None
+            self._folders = None
             self._imports.clear()
             self._policy_modules = None
             self._solution = None
@@ -274,13 +276,25 @@ class ProjectIndex:
     def _from_script_folder(self, module: str, name: str) -> str:
         """An absolute import as the project means it: `import resnet_model` in a script
         next to resnet_model.py (Python puts a script's folder first on sys.path) is that
-        sibling when no top-level module of the project has the name."""
+        sibling when no top-level module of the project has the name; failing that, the
+        module of that name under the nearest folder above (`from albert.run_squad
+        import ...` in models/nlp/albert/run_pretraining.py, run with models/nlp on the
+        path, is models.nlp.albert.run_squad)."""
         first = name.partition(".")[0]
         if not name or first in self.path_of or "." not in module:
             return name
-        sibling = f"{module.rpartition('.')[0]}.{name}" if module not in self.packages else f"{module}.{name}"
-        sibling_first = sibling[: len(sibling) - len(name)] + first
-        return sibling if sibling_first in self.path_of else name
+        sibling = f"{module if module in self.packages else module.rpartition('.')[0]}.{name}"
+        if f"{sibling[: len(sibling) - len(name)]}{first}" in self.path_of:
+            return sibling
+        if self._folders is None:  # every folder that holds modules (packages or not)
+            self._folders = {m.rsplit(".", i)[0] for m in self.path_of for i in range(1, m.count(".") + 1)}
+        folder = module.rpartition(".")[0]
+        while folder:
+            candidate = f"{folder}.{name}"
+            if candidate in self.path_of or candidate in self._folders:
+                return candidate
+            folder = folder.rpartition(".")[0]
+        return name
 
     def absolute(self, module: str, raw: str) -> str | None:
         """A name as `module` imports it, with relative imports made absolute (and
@@ -827,6 +841,11 @@ class ModuleContext:
 
     def used_as_part(self, key: str) -> bool:
         return False if self._record else self.index.used_as_part(self.module, key)
+
+    def importers(self) -> tuple[str, ...]:
+        if self._record:
+            return ()
+        return tuple(sorted(m for m in self.index.importers_of(self.module) if not self.index.is_test(m)))
 
     def target(self):
         if self.index.path_of.get(self.module, "").endswith(".ipynb"):
