@@ -9,7 +9,7 @@ from mplint.diagnostics import FixAvailability, Severity
 from mplint.facts.policy import PolicySetting, is_policy_constructor, scope_of
 from mplint.rule import Replace, Rule
 
-from mplint.facts.model_graph import ModelGraph
+from mplint.facts.model_graph import ModelGraph, is_preprocessing_only
 from ._layer_variables import never_built, owns_no_float_variables, under_variable_creator, untrained_entry_point
 from ._output_fix import OutputFix, half_dtype
 
@@ -297,7 +297,7 @@ class Float16ModelOutput(Rule):
         graph = self.facts.analysis(ModelGraph)
         finals: dict[int, list] = {}
         for model in graph.models:
-            if model.component:
+            if model.component or is_preprocessing_only(graph, model):
                 continue
             for output in model.outputs:
                 if output.status == "layer" and output.layer is not None:

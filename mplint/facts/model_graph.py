@@ -882,6 +882,20 @@ _PREPROCESSING = frozenset(
 )
 
 
+def is_preprocessing_only(graph: "ModelGraph", model: ModelDef) -> bool:
+    """A Sequential of preprocessing layers only (`Sequential([RandomFlip(...),
+    RandomRotation(...)])`): an input pipeline, not a model whose outputs feed a loss."""
+    if model.kind != "sequential" or not model.outputs or model.outputs[0].slot is None:
+        return False
+    slot = model.outputs[0].slot
+    if slot.container is None:
+        return False
+    layers = [graph.layer_constructor(e.value) for e in slot.container.elements if isinstance(e, cst.Element)]
+    return bool(layers) and all(
+        layer is not None and _is_preprocessing(graph.facts.qualified(layer.func) or "") for layer in layers
+    )
+
+
 def _is_preprocessing(qualified: str) -> bool:
     name = qualified.rsplit(".", 1)[-1]
     return name in _PREPROCESSING or name.startswith("Random")
