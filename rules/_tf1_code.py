@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from mplint.analysis.calls import arg_value
+from mplint.facts.target import TF1_ONLY_NAMES, TF1_ONLY_PREFIXES
 from mplint.facts.training import GRAPH_REWRITE, TrainingLoops, optimizer_kind
 
 if TYPE_CHECKING:
@@ -39,16 +40,10 @@ _WRAPPER_MODULES = ("horovod.tensorflow.", "tensorflow.")
 _LEGACY_MARKERS = (".optimizers.legacy.", ".optimizer_v2.", ".optimizers.optimizer_v2.")
 _KERAS_BASES = frozenset({"keras.optimizers.Optimizer"})
 
-# Top-level names only TF 1.x has (TF 2 keeps them under tf.compat.v1).
-_TF1_ONLY = frozenset({
-    "tensorflow.Session", "tensorflow.InteractiveSession", "tensorflow.placeholder", "tensorflow.get_variable",
-    "tensorflow.variable_scope", "tensorflow.get_collection", "tensorflow.global_variables",
-    "tensorflow.trainable_variables", "tensorflow.global_variables_initializer", "tensorflow.train.get_global_step",
-    "tensorflow.train.get_or_create_global_step", "tensorflow.train.Saver", "tensorflow.to_float",
-    "tensorflow.random_normal", "tensorflow.truncated_normal", "tensorflow.layers.dense", "tensorflow.gfile.GFile",
-    "tensorflow.gfile.Open", "tensorflow.app.run",
-})
-_TF1_ONLY_PREFIXES = ("tensorflow.contrib.", "tensorflow.estimator.", "tensorflow.logging.", "tensorflow.layers.")
+# Top-level names only TF 1.x has (TF 2 keeps them under tf.compat.v1); estimators too
+# (TF 2 kept `tf.estimator` until 2.15, but it is TF 1.x-style graph code).
+_TF1_ONLY = TF1_ONLY_NAMES
+_TF1_ONLY_PREFIXES = (*TF1_ONLY_PREFIXES, "tensorflow.estimator.")
 _MAX_DEPTH = 8
 
 
