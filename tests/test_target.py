@@ -487,3 +487,30 @@ def test_a_dockerfile_in_a_docker_folder_or_named_dot_dockerfile(project, instal
     target = target_of(project / "svc" / "train.py", TF_ONLY)
     assert (target.keras, target.assumed) == ("keras2", False)
     assert target.reason == "dockerfile/train.Dockerfile builds on tensorflow/tensorflow:2.12.0-gpu"
+
+
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("import tensorflow as tf\np = tf.keras.mixed_precision.experimental.Policy('mixed_float16')\n",
+         "experimental mixed-precision API"),
+        ("from tensorflow.python.keras.engine import training\n", "tensorflow.python.keras"),
+        ("import tensorflow as tf\nopt = tf.keras.optimizers.Adam(lr=1e-3)\n", "`lr=`"),
+        ("import tensorflow as tf\nstrategy.experimental_run_v2(step, args=(x,))\n", "experimental_run_v2"),
+    ],
+)
+def test_keras2_only_code_in_the_file_makes_an_assumed_keras2_target(project, installed, text, what):
+    installed({"tensorflow": "2.21.0"})
+    target = target_of(project / "train.py", text)
+    assert (target.keras, target.assumed) == ("keras2", True)
+    assert what in target.reason
+
+
+def test_pins_decide_before_keras2_only_code_in_the_file(project, installed):
+    """The project says which TensorFlow runs the code: Keras-2-era code there is just broken."""
+    installed({"tensorflow": "2.21.0"})
+    project_pins.cache_clear()
+    project_root.cache_clear()
+    write(project / "requirements.txt", "tensorflow==2.17.0\n")
+    target = target_of(project / "train.py", "import tensorflow as tf\nopt = tf.keras.optimizers.Adam(lr=1e-3)\n")
+    assert (target.keras, target.assumed) == ("keras3", False)

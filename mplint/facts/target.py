@@ -24,10 +24,13 @@ file's target. Decided per file, first match wins:
    `-tf1-` tag -> keras2; within two folders of the file, a README that names its
    TensorFlow (an image, `pip install tensorflow==X.Y`, "TensorFlow 2.0"; every version
    it names must agree);
-7. the installed tensorflow / keras versions, read from package metadata (never
+7. Keras-2-era APIs in the file (the experimental mixed-precision API, TensorFlow's
+   private `tensorflow.python.keras`, `lr=` in an optimizer, `experimental_run_v2`, ...)
+   -> keras2, *assumed* (the code was written for Keras 2; which TensorFlow is unknown);
+8. the installed tensorflow / keras versions, read from package metadata (never
    imported): *assumed*, since the environment running mplint need not be the one the
    code runs in;
-8. otherwise keras3 (what `pip install tensorflow` gives today), also assumed.
+9. otherwise keras3 (what `pip install tensorflow` gives today), also assumed.
 
 An assumed target (`Target.assumed`) makes fixes that depend on it unsafe, and their
 messages say which Keras was assumed and how to set `target`.
@@ -92,6 +95,37 @@ class Target:
         return self.keras == KERAS3
 
 
+# What only Keras 2-era code uses (Keras 3 and TF 2.16+ have none of it): the file was
+# written for Keras 2. It decides where nothing outside the file does, as an assumption
+# (the TensorFlow version itself is still unknown: fixes that depend on it stay unsafe).
+_KERAS2_ERA_NAMES = (
+    ("mixed_precision.experimental", "the experimental mixed-precision API (TF 2.1-2.8)"),
+    ("tensorflow.python.keras", "TensorFlow's private `tensorflow.python.keras`"),
+    ("keras.utils.OrderedEnqueuer", "`OrderedEnqueuer`"),
+)
+_KERAS2_ERA_TEXT = re.compile(
+    r"(?P<run_v2>\.experimental_run_v2\()|(?P<aggregate>\b_HAS_AGGREGATE_GRAD\b)"
+    r"|(?P<lr>\b(?:SGD|Adam|AdamW|Adamax|Nadam|RMSprop|Adagrad|Adadelta|Ftrl)\((?:[^()\n]*,)?\s*lr\s*=)"
+)
+_KERAS2_ERA_WORDS = {
+    "run_v2": "`strategy.experimental_run_v2` (TF 2.0-2.x)",
+    "aggregate": "the Keras 2 optimizer internal `_HAS_AGGREGATE_GRAD`",
+    "lr": "`lr=` in an optimizer (Keras 3 raises ValueError)",
+}
+
+
+def keras2_era_evidence(text: str, used_names: set[str]) -> str | None:
+    """What in a file shows it was written for Keras 2, or None."""
+    for name in sorted(used_names):
+        for marker, what in _KERAS2_ERA_NAMES:
+            if marker in name:
+                return what
+    match = _KERAS2_ERA_TEXT.search(text)
+    if match:
+        return _KERAS2_ERA_WORDS[match.lastgroup]  # type: ignore[index]
+    return None
+
+
 def sets_legacy_keras(text: str) -> bool:
     return "TF_USE_LEGACY_KERAS" in text and _LEGACY_ENV.search(text) is not None
 
@@ -133,6 +167,9 @@ def decide_target(
         return project
     if pinned is not None:
         return pinned
+    era = keras2_era_evidence(text, used_names | set(imported_modules))
+    if era is not None:
+        return Target(KERAS2, f"Keras-2-only code in the file: {era}", assumed=True)
     installed = installed_target()
     if installed is not None:
         return Target(installed.keras, installed.reason, assumed=True)
