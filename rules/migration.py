@@ -1022,17 +1022,27 @@ class LossScaleApiMismatch(MigrationRule):
         return loops.optimizer(receiver, call).origin != "unknown" or not loops.defines(method)
 
     def _guarded(self, call: cst.Call, method: str) -> bool:
-        """Under `if hasattr(opt, "method"):` (or `... if hasattr(...) else ...`): code
-        that runs on both generations."""
+        """Under `if hasattr(opt, "get_scaled_loss"):` (either Keras 2 method, or `... if
+        hasattr(...) else ...`), or `if isinstance(opt, <an experimental or
+        tensorflow.python.keras LossScaleOptimizer>):`: code that runs only where the
+        Keras 2 methods exist."""
         facts = self.facts
+        methods = {method, "get_scaled_loss", "get_unscaled_gradients"} if method != "scale_loss" else {method}
         for ancestor in facts.index.ancestors(call):
             test = ancestor.test if isinstance(ancestor, (cst.If, cst.IfExp)) else None
             if test is None:
                 continue
             for node in [test, *facts.index.descendants(test)]:
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "hasattr" \
-                        and string_value(arg_value(node, 1)) == method:
+                if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
+                    continue
+                if node.func.value == "hasattr" and string_value(arg_value(node, 1)) in methods:
                     return True
+                if node.func.value == "isinstance" and method != "scale_loss":
+                    for klass in [arg_value(node, 1)] + list(facts.index.descendants(arg_value(node, 1) or node)):
+                        qualified = facts.qualified(klass) if isinstance(klass, (cst.Name, cst.Attribute)) else None
+                        if qualified and qualified.endswith("LossScaleOptimizer") \
+                                and ("experimental" in qualified or "tensorflow.python.keras" in qualified):
+                            return True
         return False
 
     def _keras2_method_call(self, loops: TrainingLoops, call: cst.Call) -> bool:
