@@ -692,7 +692,7 @@ class GraphRewriteApi(MigrationRule):
       drop-in replacement: Keras optimizers have no TF 1.x `minimize(global_step=...)`,
       and a Keras policy does nothing for `tf.layers`/`tf.compat.v1` ops. Reported as
       info, without a fix.
-    * `TF_ENABLE_AUTO_MIXED_PRECISION` is a switch of NVIDIA's NGC TensorFlow 1.x
+    * `TF_ENABLE_AUTO_MIXED_PRECISION` is a switch of NVIDIA's NGC TensorFlow
       containers; TensorFlow 2.21 ignores it, so Keras code that relies on it trains in
       float32 (a warning, with the policy as fix). In TF 1.x graph code it is reported
       as info.
@@ -886,13 +886,25 @@ class GraphRewriteApi(MigrationRule):
         text = string_value(value) if value is not None else None
         if text is not None and text.strip().lower() in ("0", "false", ""):
             return
-        if is_tf1_graph_code(facts):
-            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is a switch of NVIDIA's NGC TensorFlow 1.x containers "
-                              "(TensorFlow 2.21 ignores it); this TF 1.x graph code has no Keras model to move to a "
-                              "mixed_float16 policy: keep it for NGC TF 1.x, or port the model to Keras",
+        keras = _uses_keras(facts)
+        if not keras or (is_tf1_graph_code(facts) and not facts.policy.global_settings):
+            what = "this TF 1.x graph code" if is_tf1_graph_code(facts) else "this code"
+            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is a switch of NVIDIA's NGC TensorFlow containers "
+                              f"(TensorFlow 2.21 ignores it); {what} has no Keras model to move to a "
+                              "mixed_float16 policy: keep it for the NGC containers, or port the model to Keras",
                         severity=Severity.INFO)
             return
-        message = (f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow 1.x containers: TensorFlow "
+        if sets_mixed_float16(facts):
+            # the policy this code sets is what enables mixed precision outside NGC
+            statement = facts.index.statement_of(node)
+            fix = None
+            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and not isinstance(value, cst.IfExp):
+                fix = self.fix("Remove the switch", [remove_statement(facts.index, statement)], unsafe=True)
+            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: "
+                              "TensorFlow 2.21 ignores it; the mixed_float16 policy this code sets is what enables "
+                              "mixed precision, so the switch can go", fix=fix, severity=Severity.INFO)
+            return
+        message = (f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: TensorFlow "
                    "2.21 ignores it and this code trains in float32; set the mixed_float16 policy instead (compile "
                    "and MP201 take care of loss scaling)")
         statement = facts.index.statement_of(node)
@@ -932,6 +944,13 @@ class GraphRewriteApi(MigrationRule):
         if not top_level:
             return None
         return [remove_statement(facts.index, statement), InsertAfter(anchor, text)]
+
+
+def _uses_keras(facts) -> bool:
+    """Whether the module builds or uses Keras objects (models, layers, optimizers, a
+    Keras policy): a Keras mixed policy can replace the environment switch there."""
+    return bool(facts.policy.global_settings) or any(
+        name.startswith(("keras.", "tensorflow.keras.", "tf_keras.")) for name in facts.calls_by_name)
 
 
 class LossScaleApiMismatch(MigrationRule):

@@ -93,6 +93,13 @@ MIGRATIONS = {
     "MP403/notebook_switch_before_import": (None, [
         "policy() == 'mixed_float16' and isinstance(model.optimizer, LSO)",
     ]),
+    "MP403/rewrite_under_a_params_lookup": ("AttributeError", [
+        "isinstance(model.optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
+    ]),
+    "MP403/env_var_beside_the_policy": (None, [
+        "len(predict(lambda: tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)]), "
+        "[tf.zeros((1, 2))], mixed=True)) == 1 and policy() == 'mixed_float16'",
+    ]),
     "MP401/unused_loss_scale_under_if": ("AttributeError", ["'loss_scale' not in globals_ and policy() == 'mixed_float16'"]),
     "MP404/keras2_api_under_keras3": ("AttributeError", ["int(optimizer.iterations) == 1"]),
     "MP404/clip_global_norm_keras3": (None, ["step(train_step) and optimizer.inner_optimizer.global_clipnorm == 0.5"]),

@@ -41,8 +41,9 @@ def _comments_inside(index: ModuleIndex, statement: cst.If) -> bool:
 
 
 def side_effect_free(expr: cst.BaseExpression) -> bool:
-    """Names, attributes, constants, comparisons and boolean logic of them, and
-    `isinstance`/`hasattr`-style builtins: evaluating it changes nothing."""
+    """Names, attributes, constants, subscripts, comparisons and boolean logic of them,
+    `isinstance`/`hasattr`-style builtins and a mapping's `.get(key[, default])`:
+    evaluating it changes nothing."""
     if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)):
         return True
     if isinstance(expr, cst.Attribute):
@@ -57,4 +58,11 @@ def side_effect_free(expr: cst.BaseExpression) -> bool:
         return all(side_effect_free(e.value) for e in expr.elements)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _PURE_CALLS:
         return all(a.star == "" and side_effect_free(a.value) for a in expr.args)
+    if isinstance(expr, cst.Subscript):  # `params["amp"]`
+        return side_effect_free(expr.value) and all(
+            isinstance(s.slice, cst.Index) and side_effect_free(s.slice.value) for s in expr.slice)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" \
+            and isinstance(expr.func.value, (cst.Name, cst.Attribute)) and 1 <= len(expr.args) <= 2:
+        # `params.get("amp", False)`: a mapping's lookup
+        return side_effect_free(expr.func.value) and all(a.star == "" and side_effect_free(a.value) for a in expr.args)
     return False
