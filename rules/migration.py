@@ -652,8 +652,8 @@ def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, keras
     """MP403 outside TF 1.x graph code: what TF 2.21 does with this call, and how bad it is."""
     if not compat:
         if keras2:
-            return (f"{spelled} was removed from the TF 2 API in TF 2.4 (AttributeError from then on; only "
-                    "`tf.compat.v1.mixed_precision` keeps it)"), Severity.ERROR
+            return (f"{spelled} is deprecated since TF 2.4 and was removed from the TF 2 API in TF 2.6 "
+                    "(AttributeError from then on; only `tf.compat.v1.mixed_precision` keeps it)"), Severity.ERROR
         return f"{spelled} is gone from TF 2.21 (AttributeError)", Severity.ERROR
     if family == LEGACY:
         return (f"{spelled} is deprecated: it still runs with this Keras 2 legacy optimizer, but raises ValueError "
@@ -679,9 +679,10 @@ class GraphRewriteApi(MigrationRule):
     TensorFlow 2.21 does with it depends on the code:
 
     * Keras code: `tf.train.experimental.enable_mixed_precision_graph_rewrite` is gone
-      (AttributeError; TF 2.4 removed it from the TF 2 API, leaving only
-      `tf.compat.v1.mixed_precision`'s; where the project runs on TF 2.0-2.3 it is that
-      TensorFlow's own API: an info, without a fix); the `tf.compat.v1` one rejects Keras 3 optimizers and tf-keras's
+      (AttributeError; deprecated in TF 2.4, removed from the TF 2 API in TF 2.6, leaving
+      only `tf.compat.v1.mixed_precision`'s, as the API files of the TF 2.4, 2.5 and 2.6
+      wheels show; where the project runs on TF 2.0-2.3 it is that TensorFlow's own API:
+      an info, without a fix); the `tf.compat.v1` one rejects Keras 3 optimizers and tf-keras's
       current ones (ValueError; only `tf.keras.optimizers.legacy` ones pass) and, under
       Keras 2, a Keras mixed policy (ValueError). The Keras mixed-precision API replaces
       it: a `mixed_float16` policy set before the model is built, and a
@@ -761,7 +762,7 @@ class GraphRewriteApi(MigrationRule):
         if not compat and facts.target.before_stable_api:
             # TF 2.0-2.3: this spelling is that TensorFlow's own graph rewrite API
             self.report(call, f"{spelled} is the graph rewrite API of the TensorFlow older than 2.4 this project runs "
-                        f"on ({facts.target.reason}); TF 2.4 removed this spelling (AttributeError from then on): use "
+                        f"on ({facts.target.reason}); TF 2.6 removed this spelling (AttributeError from then on): use "
                         "the Keras mixed-precision API when the project moves to TF 2.4 or newer", severity=Severity.INFO)
             return
         message, severity = _keras_rewrite_message(spelled, compat, family, keras2)
