@@ -90,11 +90,13 @@ def _percent(fraction: float) -> str:
     return f"~{percent:.1f}%" if percent < 10 else f"~{percent:.0f}%"
 
 
-def growth_text(growth: str, old: int, new: int) -> str:
-    """What rounding `old` up to `new` costs, for the message."""
+def growth_text(growth: str, old: int, new: int, shared: bool = False) -> str:
+    """What rounding `old` up to `new` costs, for the message. A size written as a name
+    (`n = 100`, `Conv2D(n)`) may size other layers too, this one's input among them:
+    then its growth is a lower bound."""
     ratio = new / old
     if growth == LINEAR:
-        return f"adds {_percent(ratio - 1)} parameters to this layer"
+        return f"adds {'at least ' if shared else ''}{_percent(ratio - 1)} parameters to this layer"
     if growth == AT_MOST:
         return f"adds at most {_percent(ratio - 1)} parameters to this layer"
     if growth == RECURRENT:
@@ -102,7 +104,7 @@ def growth_text(growth: str, old: int, new: int) -> str:
             f"adds {_percent(ratio - 1)} to {_percent(ratio * ratio - 1)} parameters to this layer "
             "(depending on its input width)"
         )
-    return f"makes each step {_percent(ratio - 1)} larger (the same work per epoch)"
+    return f"makes each step {_percent(ratio - 1)} larger"
 
 
 def integer_text(literal: cst.Integer, value: int) -> str:
@@ -258,7 +260,8 @@ class TensorCoreFindings:
         else:
             old, new = site.value.value, item.rounded
             message += f"rounding {old} -> {new} "
-        message += growth_text(site.growth, old, new)  # type: ignore[arg-type]
+        shared = any(s.via != "literal" for s in site.value.sources)
+        message += growth_text(site.growth, old, new, shared)  # type: ignore[arg-type]
         if item.reason:
             shared = f" (line {rows[id(item.shared_with)]})" if item.shared_with is not None and id(item.shared_with) in rows else ""
             message += f"; not fixed: {item.reason}{shared}"

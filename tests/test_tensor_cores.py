@@ -35,7 +35,10 @@ def test_growth_text_for_each_kind_of_layer() -> None:
     assert growth_text("linear", 10001, 10008) == "adds <0.1% parameters to this layer"
     assert growth_text("at most", 30, 32) == "adds at most ~6.7% parameters to this layer"
     assert growth_text("recurrent", 100, 104).startswith("adds ~4.0% to ~8.2% parameters")
-    assert growth_text("step", 100, 104) == "makes each step ~4.0% larger (the same work per epoch)"
+    # a size written as a name may size this layer's input too: its growth is a lower bound
+    assert growth_text("linear", 100, 104, shared=True) == "adds at least ~4.0% parameters to this layer"
+    # a batch makes each step larger; the work per epoch depends on how steps are counted
+    assert growth_text("step", 100, 104) == "makes each step ~4.0% larger"
 
 
 def test_integer_text_keeps_digit_grouping() -> None:
