@@ -226,7 +226,9 @@ class GradientOfUnscaledLoss(Rule):
     ## Why is this bad?
     The optimizer only scales what it is given. In Keras 3, `apply`/`apply_gradients`
     divide the gradients by the loss scale (32768 at the start), so gradients of an
-    unscaled loss train with a learning rate ~32768x too small. In Keras 2 the
+    unscaled loss make SGD-style updates ~32768x too small (Adam-style optimizers are
+    nearly scale-invariant, but the unscaled float16 backward pass still underflows,
+    which is what loss scaling prevents). In Keras 2 the
     gradients are not divided, but the unscaled float16 backward pass underflows, as
     without any loss scaling.
 
@@ -296,7 +298,8 @@ class GradientOfUnscaledLoss(Rule):
             label = step.optimizer.label
             if facts.target.is_keras3:
                 why = (f"`{label}` is a LossScaleOptimizer whose `{step.apply.func.attr.value}` divides the gradients "  # type: ignore[union-attr]
-                       "by the loss scale, so this trains with a learning rate ~32768x too small")
+                       "by the loss scale (32768 at first): an SGD-style optimizer then updates ~32768x too little, "
+                       "and the unscaled float16 backward pass can underflow to zero")
             else:
                 why = f"`{label}` is a LossScaleOptimizer, but an unscaled float16 backward pass can underflow to zero"
             if generation == "compile":
