@@ -890,7 +890,8 @@ def is_preprocessing_only(graph: "ModelGraph", model: ModelDef) -> bool:
     slot = model.outputs[0].slot
     if slot.container is None:
         return False
-    layers = [graph.layer_constructor(e.value) for e in slot.container.elements if isinstance(e, cst.Element)]
+    layers = [graph.layer_constructor(e.value) for e in slot.container.elements if isinstance(e, cst.Element)
+              and not (isinstance(e.value, cst.Call) and graph.facts.qualified(e.value.func) in INPUTS)]
     return bool(layers) and all(
         layer is not None and _is_preprocessing(graph.facts.qualified(layer.func) or "") for layer in layers
     )
