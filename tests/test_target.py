@@ -514,3 +514,18 @@ def test_pins_decide_before_keras2_only_code_in_the_file(project, installed):
     write(project / "requirements.txt", "tensorflow==2.17.0\n")
     target = target_of(project / "train.py", "import tensorflow as tf\nopt = tf.keras.optimizers.Adam(lr=1e-3)\n")
     assert (target.keras, target.assumed) == ("keras3", False)
+
+
+def test_a_dockerfile_that_pip_installs_tensorflow_decides_before_a_nearer_readme(project, installed):
+    """A CUDA image that installs TensorFlow with pip (versions in ENV/ARG) says which one;
+    a README's prose ("TensorFlow 2.1 implementation of ...") is weaker evidence."""
+    installed({"tensorflow": "2.21.0"})
+    target_module.container_target.cache_clear()
+    target_module.readme_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "nlp" / "Dockerfile", "FROM nvidia/cuda:11.0-devel-ubuntu18.04\nENV TENSORFLOW_PIP=tensorflow\n"
+          "ENV TENSORFLOW_VERSION=2.4.0\nRUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}\n")
+    write(project / "nlp" / "albert" / "README.md", "TensorFlow 2.1 implementation of ALBERT.\n")
+    target = target_of(project / "nlp" / "albert" / "run_squad.py", TF_ONLY)
+    assert (target.keras, target.before_stable_api, target.assumed) == ("keras2", False, False)
+    assert target.reason == "Dockerfile installs tensorflow 2.4"

@@ -177,7 +177,7 @@ def decide_target(
 
 
 _FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M | re.I)
-_ARG = re.compile(r"^\s*ARG\s+(\w+)=(\S+)", re.M | re.I)
+_ARG = re.compile(r"^\s*(?:ARG|ENV)\s+(\w+)=(\S+)", re.M | re.I)
 
 
 def nearest_container_target(folder: str, root: str | None) -> Target | None:
@@ -187,13 +187,20 @@ def nearest_container_target(folder: str, root: str | None) -> Target | None:
     image, and a Dockerfile at the top builds the packages below it. Within two folders
     of the file, a README that names the TensorFlow it runs on (an image, a `pip
     install tensorflow==X` line, "TensorFlow 2.0") decides where no Dockerfile does."""
+    return _nearest(folder, root, container_target) or _nearest(folder, root, readme_target, levels=3)
+
+
+def _nearest(folder: str, root: str | None, read, levels: int | None = None) -> Target | None:
+    """The first answer of `read` from the file's folder up (at most `levels` folders)."""
     current = folder
-    levels = 0
     while True:
-        found = container_target(current) or (readme_target(current) if levels <= 2 else None)
+        found = read(current)
         if found is not None:
             return found
-        levels += 1
+        if levels is not None:
+            levels -= 1
+            if levels <= 0:
+                return None
         parent = os.path.dirname(current)
         if parent == current or os.path.isdir(os.path.join(current, ".git")) or (current == root and not _in_git(current)):
             return None
@@ -245,12 +252,19 @@ def container_target(root: str | None) -> Target | None:
         except OSError:
             continue
         arguments = {name: value.strip("'\"") for name, value in _ARG.findall(text)}
+        substitute = lambda t: re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), t)  # noqa: E731
         for image in _FROM.findall(text):
-            image = re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), image)
+            image = substitute(image)
             found = _image_target(image)
             if found is not None:
                 keras, old = found
                 return Target(keras, f"{name} builds on {image}", before_stable_api=old)
+        installed = _PIP_TENSORFLOW.search(substitute(text))
+        if installed:  # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
+            version = (int(installed.group(1)), int(installed.group(2)))
+            found = _target_of_versions([version], f"{name} installs tensorflow {version[0]}.{version[1]}")
+            if found is not None:
+                return found
     return None
 
 
@@ -276,7 +290,7 @@ def _image_target(image: str) -> tuple[str, bool] | None:
 
 _README_NAMES = ("README.md", "README.rst", "README.txt", "README", "Readme.md", "readme.md")
 _IMAGE_REFERENCE = re.compile(r"\b((?:[\w.-]+/)*(?:tensorflow/tensorflow|nvidia/tensorflow|merlin-tensorflow[\w-]*)):([\w.-]+)")
-_PIP_TENSORFLOW = re.compile(r"pip3?\s+install\b[^\n]*?\b(?:tensorflow|tensorflow-gpu|tensorflow-cpu)==(\d+)\.(\d+)")
+_PIP_TENSORFLOW = re.compile(r"pip3?\s+install\b[^\n]*?(?<![\w-])(?:tensorflow|tensorflow-gpu|tensorflow-cpu)==(\d+)\.(\d+)")
 # "TensorFlow 2.0", "TF 1.15", not "TensorFlow 2.4+", "TF 2.x", "TensorFlow 2.0 or later".
 _PROSE_VERSION = re.compile(
     r"(?<![>=\w])(?:TensorFlow|Tensorflow|tensorflow|TF)[ -]?v?(\d)\.(\d{1,2})(?:\.\d+)?(?![\d.]*\w)"
