@@ -106,11 +106,13 @@ _KERAS2_ERA_NAMES = (
 _KERAS2_ERA_TEXT = re.compile(
     r"(?P<run_v2>\.experimental_run_v2\()|(?P<aggregate>\b_HAS_AGGREGATE_GRAD\b)"
     r"|(?P<lr>\b(?:SGD|Adam|AdamW|Adamax|Nadam|RMSprop|Adagrad|Adadelta|Ftrl)\((?:[^()\n]*,)?\s*lr\s*=)"
+    r"|(?P<lr_attribute>\b\w*optimizer\.lr\b(?!\s*=[^=]))"
 )
 _KERAS2_ERA_WORDS = {
     "run_v2": "`strategy.experimental_run_v2` (TF 2.0-2.x)",
     "aggregate": "the Keras 2 optimizer internal `_HAS_AGGREGATE_GRAD`",
     "lr": "`lr=` in an optimizer (Keras 3 raises ValueError)",
+    "lr_attribute": "an optimizer's `.lr` (Keras 3 optimizers have only `learning_rate`: AttributeError)",
 }
 
 
