@@ -113,7 +113,7 @@ def test_rewrite_in_a_module_that_sets_the_policy_only_wraps():
 def test_environment_variable_spellings():
     for line in ('os.environ.setdefault("TF_ENABLE_AUTO_MIXED_PRECISION", "1")',
                  "os.putenv('TF_ENABLE_AUTO_MIXED_PRECISION', 'true')"):
-        findings, fixed = run(f"import os\nimport tensorflow as tf\n{line}\n")
+        findings, fixed = run(f"import os\nimport tensorflow as tf\n{line}\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(2)])\n")
         assert [f.code for f in findings] == ["MP403"]
         assert "AUTO_MIXED_PRECISION" not in fixed and 'set_global_policy("mixed_float16")' in fixed
 
