@@ -174,7 +174,9 @@ def label_for(finding: dict, labels: dict[str, list[dict]], labeller: str | None
     label of its key (exact False: its message changed since it was labelled). With
     `labeller`, only that labeller's labels count ("" names the developers' own)."""
     rows = labels.get(finding["key"], [])
-    if labeller is not None:
+    if labeller == "independent":  # any independent labeller (not the developers)
+        rows = [r for r in rows if r.get("labeller")]
+    elif labeller is not None:
         rows = [r for r in rows if (r.get("labeller") or "") == labeller]
     message = normalised_message(finding["message"])
     for row in rows:
@@ -255,10 +257,17 @@ def command_report(names: list[str], labeller: str | None = None) -> None:
     last = names[-1]
     _print_agreement(last, labels)
     present = {f["key"] for f in load_run(last)}
-    lost = sorted({r["key"] for r in rows if r["verdict"] == "true"} - present)
+    overruled = {r["key"] for r in rows if r.get("labeller") and r["verdict"] == "false"}
+    labelled_true = {r["key"] for r in rows if r["verdict"] == "true"}
+    lost = sorted(labelled_true - present - overruled)
     print(f"true findings (labelled) missing from `{last}`: {len(lost)}")
     for key in lost:
         print(f"  {key}")
+    gone = sorted((labelled_true & overruled) - present)
+    if gone:
+        print(f"gone from `{last}`, labelled true once but false by an independent labeller: {len(gone)}")
+        for key in gone:
+            print(f"  {key}")
     categories = collections.Counter(r["category"] for r in rows if r["verdict"] in ("false", "debatable") and r["category"])
     if categories:
         print("\nfalse/debatable labels by category (all labelled findings):")
