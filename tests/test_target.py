@@ -530,3 +530,40 @@ def test_a_dockerfile_that_pip_installs_tensorflow_decides_before_a_nearer_readm
     target = target_of(project / "nlp" / "albert" / "run_squad.py", TF_ONLY)
     assert (target.keras, target.before_stable_api, target.assumed) == ("keras2", False, False)
     assert target.reason == "Dockerfile installs tensorflow 2.4"
+
+
+@pytest.mark.parametrize(
+    "image, keras, before_stable_api",
+    [
+        ("763104351884.dkr.ecr.us-east-1.amazonaws.com/tensorflow-training:2.2.0-gpu-py37-cu101-ubuntu18.04", "keras2", True),
+        ("763104351884.dkr.ecr.us-west-2.amazonaws.com/tensorflow-training:2.13.0-gpu-py310", "keras2", False),
+        ("gcr.io/deeplearning-platform-release/tf2-gpu.2-3", "keras2", True),
+        ("gcr.io/deeplearning-platform-release/tf2-gpu.2-17", "keras3", False),
+    ],
+)
+def test_cloud_deep_learning_container_images(project, installed, image, keras, before_stable_api):
+    installed({"tensorflow": "2.21.0"})
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "Dockerfile", f"FROM {image}\n")
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.before_stable_api, target.assumed) == (keras, before_stable_api, False)
+
+
+def test_a_sagemaker_launcher_next_to_the_code_names_its_tensorflow(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    target_module.launcher_target.cache_clear()
+    target_module.container_target.cache_clear()
+    project_root.cache_clear()
+    write(project / "ci" / "run_sagemaker.py", "from sagemaker.tensorflow import TensorFlow\n"
+          "estimator = TensorFlow(entry_point='train.py', framework_version='2.1.0', py_version='py3')\n")
+    target = target_of(project / "ci" / "train.py", TF_ONLY)
+    assert (target.keras, target.before_stable_api, target.assumed) == ("keras2", True, False)
+    assert "framework_version" in target.reason
+
+
+def test_experimental_run_v2_dates_the_file_before_tf_2_4(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    target = target_of(project / "train.py", "import tensorflow as tf\nstrategy.experimental_run_v2(step)\n"
+                       "opt = tf.keras.mixed_precision.experimental.LossScaleOptimizer(opt, 'dynamic')\n")
+    assert (target.keras, target.before_stable_api) == ("keras2", True)

@@ -109,7 +109,7 @@ _KERAS2_ERA_TEXT = re.compile(
     r"|(?P<lr_attribute>\b\w*optimizer\.lr\b(?!\s*=[^=]))"
 )
 _KERAS2_ERA_WORDS = {
-    "run_v2": "`strategy.experimental_run_v2` (TF 2.0-2.x)",
+    "run_v2": "`strategy.experimental_run_v2` (TF 2.0-2.3; TF 2.4 has only `run`)",
     "aggregate": "the Keras 2 optimizer internal `_HAS_AGGREGATE_GRAD`",
     "lr": "`lr=` in an optimizer (Keras 3 raises ValueError)",
     "lr_attribute": "an optimizer's `.lr` (Keras 3 optimizers have only `learning_rate`: AttributeError)",
@@ -117,7 +117,10 @@ _KERAS2_ERA_WORDS = {
 
 
 def keras2_era_evidence(text: str, used_names: set[str]) -> str | None:
-    """What in a file shows it was written for Keras 2, or None."""
+    """What in a file shows it was written for Keras 2, or None (what also dates it
+    before TF 2.4 first)."""
+    if ".experimental_run_v2(" in text:
+        return _KERAS2_ERA_WORDS["run_v2"]
     for name in sorted(used_names):
         for marker, what in _KERAS2_ERA_NAMES:
             if marker in name:
@@ -171,7 +174,8 @@ def decide_target(
         return pinned
     era = keras2_era_evidence(text, used_names | set(imported_modules))
     if era is not None:
-        return Target(KERAS2, f"Keras-2-only code in the file: {era}", assumed=True)
+        return Target(KERAS2, f"Keras-2-only code in the file: {era}", assumed=True,
+                      before_stable_api="experimental_run_v2" in era)
     installed = installed_target()
     if installed is not None:
         return Target(installed.keras, installed.reason, assumed=True)
@@ -189,7 +193,39 @@ def nearest_container_target(folder: str, root: str | None) -> Target | None:
     image, and a Dockerfile at the top builds the packages below it. Within two folders
     of the file, a README that names the TensorFlow it runs on (an image, a `pip
     install tensorflow==X` line, "TensorFlow 2.0") decides where no Dockerfile does."""
-    return _nearest(folder, root, container_target) or _nearest(folder, root, readme_target, levels=3)
+    return _nearest(folder, root, container_target) or _nearest(folder, root, _folder_notes, levels=3)
+
+
+def _folder_notes(folder: str) -> Target | None:
+    return readme_target(folder) or launcher_target(folder)
+
+
+_FRAMEWORK_VERSION = re.compile(r"""\bframework_version\s*=\s*['"](\d+)\.(\d+)""")
+
+
+@lru_cache(maxsize=1024)
+def launcher_target(folder: str) -> Target | None:
+    """The TensorFlow a job launcher next to the code asks for: SageMaker's
+    `TensorFlow(..., framework_version="2.1.0")` (every launcher of the folder must agree)."""
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))[:200]
+    except OSError:
+        return None
+    versions: list[tuple[int, int]] = []
+    where = ""
+    for name in names:
+        try:
+            with open(os.path.join(folder, name), "rb") as handle:
+                data = handle.read(300_000)
+        except OSError:
+            continue
+        if b"framework_version" not in data or b"TensorFlow" not in data:
+            continue
+        found = [(int(a), int(b)) for a, b in _FRAMEWORK_VERSION.findall(data.decode("utf-8", errors="replace"))]
+        if found and not where:
+            where = f"{name} launches TensorFlow {found[0][0]}.{found[0][1]} (`framework_version`)"
+        versions += found
+    return _target_of_versions(versions, where) if versions else None
 
 
 def _nearest(folder: str, root: str | None, read, levels: int | None = None) -> Target | None:
@@ -282,11 +318,18 @@ def _image_target(image: str) -> tuple[str, bool] | None:
             # TF2 images TensorFlow 2.0 - 2.3 (2.4 came with 21.02)
             return KERAS2, int(match.group(1)) <= 20
         return None
-    if repository.endswith("tensorflow/tensorflow"):
+    version = None
+    if repository.endswith(("tensorflow/tensorflow", "/tensorflow-training", "/tensorflow-inference")):
+        # Docker Hub's images, and AWS Deep Learning Containers (`...dkr.ecr...amazonaws.com/tensorflow-training:2.2.0-gpu-py37`)
         match = re.match(r"(\d+)\.(\d+)", tag)
         if match:
             version = (int(match.group(1)), int(match.group(2)))
-            return (KERAS2 if version < (2, 16) else KERAS3), version < (2, 4)
+    else:  # Google Cloud's Deep Learning Containers: `gcr.io/deeplearning-platform-release/tf2-gpu.2-3`
+        match = re.search(r"deeplearning-platform-release/tf2?-(?:cpu|gpu)\.(\d+)-(\d+)$", repository)
+        if match:
+            version = (int(match.group(1)), int(match.group(2)))
+    if version is not None:
+        return (KERAS2 if version < (2, 16) else KERAS3), version < (2, 4)
     return None
 
 
@@ -667,6 +710,7 @@ def forget_project_files() -> None:
     pins_fingerprint.cache_clear()
     container_target.cache_clear()
     readme_target.cache_clear()
+    launcher_target.cache_clear()
     _in_git.cache_clear()
 
 
