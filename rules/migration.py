@@ -282,15 +282,17 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                 continue
             module = code(facts, node.module)
             if canonical(module) == EXPERIMENTAL:
-                self._from_experimental(node, module)
+                if not self._private(node, module):
+                    self._from_experimental(node, module)
                 continue
             for alias in node.names:
                 if canonical(f"{module}.{code(facts, alias.name)}") == EXPERIMENTAL:
-                    self._import_experimental_module(node, alias, module)
+                    if not self._private(node, f"{module}.{code(facts, alias.name)}"):
+                        self._import_experimental_module(node, alias, module)
         for node in facts.index.nodes(cst.Import):
             for alias in node.names:
                 module = code(facts, alias.name)
-                if canonical(module) != EXPERIMENTAL:
+                if canonical(module) != EXPERIMENTAL or self._private(node, module):
                     continue
                 fix = None
                 parent, _, last = module.rpartition(".")[0].rpartition(".")
@@ -299,6 +301,25 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                     text = f"from {parent} import {last} as {alias.asname.name.value}"
                     fix = self.fix(f"Import `{parent}.{last}`", [ReplaceText(node, text)])
                 self.report(node, f"`{module}` {self.removed('ImportError')}; use `{module.rpartition('.')[0]}`", fix=fix)
+
+    def _private(self, node: cst.CSTNode, module: str) -> bool:
+        """TensorFlow's private copy (`tensorflow.python.keras.mixed_precision.experimental`):
+        it moved in TF 2.4 (the TF 2.4 wheel has no such package), and its other private
+        paths are no public API to migrate to. Reported, without a fix."""
+        if not module.startswith("tensorflow.python.keras."):
+            return False
+        target = self.facts.target
+        if target.before_stable_api:
+            message = (f"`{module}` is TensorFlow's private copy of the experimental API of the TensorFlow older than "
+                       f"2.4 this project runs on ({target.reason}); TF 2.4 moved it (ImportError from then on): use "
+                       "the public `tf.keras.mixed_precision` API when the project moves to TF 2.4 or newer")
+            MigrationRule.report(self, node, message, severity=Severity.INFO)
+        else:
+            MigrationRule.report(
+                self, node, f"`{module}` is TensorFlow's private copy of the experimental API: it is gone from TF 2.4 on "
+                "(ImportError); use the public `tf.keras.mixed_precision` API (no fix: a private path is no API to "
+                "migrate to)")
+        return True
 
     def _import_experimental_module(self, node: cst.ImportFrom, alias: cst.ImportAlias, module: str) -> None:
         """`from tensorflow.keras.mixed_precision import experimental as mixed_precision`."""
@@ -902,8 +923,8 @@ class GraphRewriteApi(MigrationRule):
             if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and not isinstance(value, cst.IfExp):
                 fix = self.fix("Remove the switch", [remove_statement(facts.index, statement)], unsafe=True)
             self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: "
-                              "TensorFlow 2.21 ignores it; the mixed_float16 policy this code sets is what enables "
-                              "mixed precision, so the switch can go", fix=fix, severity=Severity.INFO)
+                              "TensorFlow 2.21 ignores it (there only the Keras policy this code sets counts), so "
+                              "the switch can go", fix=fix, severity=Severity.INFO)
             return
         message = (f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: TensorFlow "
                    "2.21 ignores it and this code trains in float32; set the mixed_float16 policy instead (compile "

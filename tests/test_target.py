@@ -498,6 +498,7 @@ def test_a_dockerfile_in_a_docker_folder_or_named_dot_dockerfile(project, instal
         ("import tensorflow as tf\nopt = tf.keras.optimizers.Adam(lr=1e-3)\n", "`lr=`"),
         ("import tensorflow as tf\nstrategy.experimental_run_v2(step, args=(x,))\n", "experimental_run_v2"),
         ("import tensorflow as tf\nrate = model.optimizer.lr.numpy()\n", "`.lr`"),
+        ("import tensorflow as tf\nimport tensorflow_hub as hub\nlayer = hub.KerasLayer(url)\n", "KerasLayer"),
     ],
 )
 def test_keras2_only_code_in_the_file_makes_an_assumed_keras2_target(project, installed, text, what):

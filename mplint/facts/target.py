@@ -102,6 +102,7 @@ _KERAS2_ERA_NAMES = (
     ("mixed_precision.experimental", "the experimental mixed-precision API (TF 2.1-2.8)"),
     ("tensorflow.python.keras", "TensorFlow's private `tensorflow.python.keras`"),
     ("keras.utils.OrderedEnqueuer", "`OrderedEnqueuer`"),
+    ("tensorflow_hub.KerasLayer", "TF Hub's `KerasLayer` (a Keras 2 layer: Keras 3 models refuse it)"),
 )
 _KERAS2_ERA_TEXT = re.compile(
     r"(?P<run_v2>\.experimental_run_v2\()|(?P<aggregate>\b_HAS_AGGREGATE_GRAD\b)"
