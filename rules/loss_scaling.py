@@ -57,6 +57,35 @@ def _how_to_scale(facts) -> str:
     return "scale the loss with `scale_loss` inside the tape (`apply_gradients`/`apply` unscale by themselves)"
 
 
+def models_built_before_the_policy(facts, step) -> bool:
+    """Whether every model the step's tape runs (`model(x)` on a name bound to a model
+    built in this module) was built where no float16 policy was in effect: its layers
+    took the policy of their construction, so they compute in float32 and nothing of the
+    backward pass is float16 (MP102 reports the late policy)."""
+    if step.tape is None:
+        return False
+    index = facts.index
+    built = []
+    for node in index.descendants(step.tape.body):
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
+            continue
+        values = facts.bindings.values_visible(node.func, index)
+        constructions = [v for v in values if isinstance(v, cst.Call) and _builds_a_model(facts, v)]
+        if constructions and len(constructions) == len(values):
+            built += constructions
+    return bool(built) and not any(facts.policy.global_float16_at(c) for c in built)
+
+
+def _builds_a_model(facts, call: cst.Call) -> bool:
+    """A model construction: `Model(...)`/`Sequential(...)`, a Keras application, or an
+    instance of a class (a subclassed model: `Generator(out_dim=3)`)."""
+    qualified = facts.qualified(call.func) or ""
+    if qualified.startswith(("keras.", "tensorflow.keras.")):
+        return qualified.rsplit(".", 1)[-1] in ("Model", "Sequential") or ".applications." in qualified
+    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else call.func.value if isinstance(call.func, cst.Name) else ""
+    return name[:1].isupper()
+
+
 class UnscaledCustomLoop(Rule):
     """## What it does
     Finds custom training loops (`tf.GradientTape` + `apply_gradients`/`apply`, also in
@@ -150,7 +179,7 @@ class UnscaledCustomLoop(Rule):
             if step.kind == "tf.gradients" or step.apply is None or step.optimizer is None:
                 continue
             info = step.optimizer
-            if not facts.policy.loss_scaled_at(step.call):
+            if not facts.policy.loss_scaled_at(step.call) or models_built_before_the_policy(facts, step):
                 continue  # runs before mixed_float16 is set, or after it is reset
             if info.kind == "v1" or loop_generation(facts, info, step.call) is not None or info.origin == "compiled":
                 continue
@@ -289,7 +318,7 @@ class GradientOfUnscaledLoss(Rule):
         for step in loops.steps:
             if step.kind != "tape" or step.apply is None or step.scaling is not None or step.receiver is None:
                 continue
-            if not facts.policy.loss_scaled_at(step.call):
+            if not facts.policy.loss_scaled_at(step.call) or models_built_before_the_policy(facts, step):
                 continue
             generation = loop_generation(facts, step.optimizer, step.call)
             if generation not in ("current", "experimental", "compile"):
