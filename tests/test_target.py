@@ -568,3 +568,19 @@ def test_experimental_run_v2_dates_the_file_before_tf_2_4(project, installed):
     target = target_of(project / "train.py", "import tensorflow as tf\nstrategy.experimental_run_v2(step)\n"
                        "opt = tf.keras.mixed_precision.experimental.LossScaleOptimizer(opt, 'dynamic')\n")
     assert (target.keras, target.before_stable_api) == ("keras2", True)
+
+
+@pytest.mark.parametrize(
+    "check, era",
+    [
+        ('if version(tf.__version__) >= version("2.4.0"):\n    pass\n', True),
+        ("assert tf.__version__ >= '2.3'\n", True),
+        ('if tf.__version__ < "2.16":\n    pass\n', False),  # Keras 3 aware
+        ("print(tf.__version__)\n", False),
+    ],
+)
+def test_a_check_of_the_tensorflow_version_dates_the_file(project, installed, check, era):
+    installed({"tensorflow": "2.21.0"})
+    target = target_of(project / "train.py", "import tensorflow as tf\n" + check)
+    assert (target.keras == "keras2") is era
+    assert target.assumed

@@ -117,6 +117,23 @@ _KERAS2_ERA_WORDS = {
 }
 
 
+_TF_VERSION_LINE = re.compile(r"^.*\b(?:tf|tensorflow)\.(?:__version__|version\.VERSION)\b.*$", re.M)
+_VERSION_LITERAL = re.compile(r"""['"(\[ ,](\d)[.,]\s*(\d{1,2})\b""")
+
+
+def _version_checks_before_keras3(text: str) -> str | None:
+    """`if version(tf.__version__) >= version("2.4.0"):` with no version past 2.15
+    checked anywhere: the file tells TensorFlow versions of the Keras 2 era apart."""
+    if "__version__" not in text and "VERSION" not in text:
+        return None
+    versions = []
+    for line in _TF_VERSION_LINE.findall(text):
+        versions += [(int(a), int(b)) for a, b in _VERSION_LITERAL.findall(line) if a in ("1", "2")]
+    if versions and max(versions) < (2, 16):
+        return f"a check of the TensorFlow version against {max(versions)[0]}.{max(versions)[1]}"
+    return None
+
+
 def keras2_era_evidence(text: str, used_names: set[str]) -> str | None:
     """What in a file shows it was written for Keras 2, or None (what also dates it
     before TF 2.4 first)."""
@@ -129,7 +146,7 @@ def keras2_era_evidence(text: str, used_names: set[str]) -> str | None:
     match = _KERAS2_ERA_TEXT.search(text)
     if match:
         return _KERAS2_ERA_WORDS[match.lastgroup]  # type: ignore[index]
-    return None
+    return _version_checks_before_keras3(text)
 
 
 def sets_legacy_keras(text: str) -> bool:
@@ -175,7 +192,7 @@ def decide_target(
         return pinned
     era = keras2_era_evidence(text, used_names | set(imported_modules))
     if era is not None:
-        return Target(KERAS2, f"Keras-2-only code in the file: {era}", assumed=True,
+        return Target(KERAS2, f"Keras-2-era code in the file: {era}", assumed=True,
                       before_stable_api="experimental_run_v2" in era)
     installed = installed_target()
     if installed is not None:
