@@ -583,4 +583,5 @@ def test_a_check_of_the_tensorflow_version_dates_the_file(project, installed, ch
     installed({"tensorflow": "2.21.0"})
     target = target_of(project / "train.py", "import tensorflow as tf\n" + check)
     assert (target.keras == "keras2") is era
+    assert not era or target.reason.startswith("the file checks the TensorFlow version")
     assert target.assumed

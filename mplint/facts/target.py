@@ -130,7 +130,7 @@ def _version_checks_before_keras3(text: str) -> str | None:
     for line in _TF_VERSION_LINE.findall(text):
         versions += [(int(a), int(b)) for a, b in _VERSION_LITERAL.findall(line) if a in ("1", "2")]
     if versions and max(versions) < (2, 16):
-        return f"a check of the TensorFlow version against {max(versions)[0]}.{max(versions)[1]}"
+        return f"the file checks the TensorFlow version against {max(versions)[0]}.{max(versions)[1]} (Keras 2 era)"
     return None
 
 
@@ -192,7 +192,8 @@ def decide_target(
         return pinned
     era = keras2_era_evidence(text, used_names | set(imported_modules))
     if era is not None:
-        return Target(KERAS2, f"Keras-2-era code in the file: {era}", assumed=True,
+        reason = era if era.startswith("the file checks") else f"Keras-2-only code in the file: {era}"
+        return Target(KERAS2, reason, assumed=True,
                       before_stable_api="experimental_run_v2" in era)
     installed = installed_target()
     if installed is not None:
