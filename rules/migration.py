@@ -34,6 +34,7 @@ from ._scaling_edits import (
     sets_mixed_float16,
     unscale_gradients,
 )
+from ._late_policy import late_mixed_settings
 from ._tf1_code import KERAS, LEGACY, V1, is_tf1_graph_code, optimizer_family
 from ._version_guards import old_tensorflow_only
 
@@ -915,6 +916,12 @@ class GraphRewriteApi(MigrationRule):
                               f"(TensorFlow 2.21 ignores it); {what} has no Keras model to move to a "
                               "mixed_float16 policy: keep it for the NGC containers, or port the model to Keras",
                         severity=Severity.INFO)
+            return
+        if sets_mixed_float16(facts) and late_mixed_settings(facts):
+            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: "
+                              "TensorFlow 2.21 ignores it, and the mixed_float16 policy this code sets comes after "
+                              "its model is built (MP102), so this code trains in float32: set the policy before "
+                              "the model is built", severity=Severity.WARNING)
             return
         if sets_mixed_float16(facts):
             # the policy this code sets is what enables mixed precision outside NGC

@@ -6,11 +6,12 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, quote_like, string_value
 from mplint.diagnostics import FixAvailability, Severity
-from mplint.facts.policy import PolicySetting, is_policy_constructor, scope_of
+from mplint.facts.policy import PolicySetting, is_policy_constructor
 from mplint.rule import Replace, Rule
 
 from mplint.facts.model_graph import ModelGraph, is_preprocessing_only
 from ._layer_variables import never_built, owns_no_float_variables, under_variable_creator, untrained_entry_point
+from ._late_policy import late_mixed_settings
 from ._output_fix import OutputFix, half_dtype
 
 PURE_HALF = {"float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
@@ -384,30 +385,8 @@ class PolicySetAfterLayers(Rule):
     requires_mixed_policy = True
 
     def check(self) -> None:
-        facts, index = self.facts, self.facts.index
-        policy = facts.policy
-        first_in_scope: dict[int, PolicySetting] = {}
-        for setting in policy.mixed_global_settings:
-            first_in_scope.setdefault(id(scope_of(facts, setting.call)), setting)
-        if not first_in_scope:
-            return
-        graph = facts.analysis(ModelGraph)
-        global_calls = [s.call for s in policy.global_settings if s.kind == "global"]
-        created = list(graph.constructions())
-        for setting in first_in_scope.values():
-            scope = scope_of(facts, setting.call)
-            early = [
-                call
-                for call in created
-                if scope_of(facts, call) is scope
-                and index.before(call, setting.call)
-                and not index.contains(setting.call, call)
-                and not any(
-                    index.before(g, call) and index.contains(scope_of(facts, g), call) for g in global_calls
-                )
-            ]
-            if not early:
-                continue
+        facts = self.facts
+        for setting, early in late_mixed_settings(facts):
             first = f"`{facts.module.code_for_node(early[0].func)}(...)`"
             names = "/".join(sorted(setting.names or ()))
             if len(early) == 1:
