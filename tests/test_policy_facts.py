@@ -407,3 +407,23 @@ def test_global_mixed_at_a_conditional_float32_does_not_hide_an_earlier_mixed_on
         """
     )
     assert facts.policy.global_mixed_at(_call_named(facts, "keras.layers.Dense(1)"))
+
+
+def test_a_policy_in_a_branch_a_constant_kills_is_not_set_but_a_flag_or_a_reassigned_constant_keeps_it():
+    import libcst as cst
+
+    from mplint.facts.module import ModuleFacts
+
+    def mixed(text: str) -> bool:
+        facts = ModuleFacts(cst.parse_module(text), text, "train.py")
+        return bool(facts.policy.mixed_global_settings)
+
+    setter = '    tf.keras.mixed_precision.set_global_policy("mixed_float16")\n'
+    assert not mixed("import tensorflow as tf\nAMP = False\nif AMP:\n" + setter)
+    assert not mixed("import tensorflow as tf\nFP32 = True\nif not FP32:\n" + setter)
+    assert not mixed("import tensorflow as tf\nAMP = 0\nif AMP:\n    pass\nelif False:\n    pass\nif AMP:\n" + setter)
+    assert mixed("import tensorflow as tf\nAMP = True\nif AMP:\n" + setter)
+    assert mixed("import tensorflow as tf\nAMP = False\nif gpu:\n    AMP = True\nif AMP:\n" + setter)
+    assert mixed("import argparse\nimport tensorflow as tf\np = argparse.ArgumentParser()\n"
+                 "p.add_argument('--amp', action='store_true', default=False)\nargs = p.parse_args()\nif args.amp:\n" + setter)
+    assert mixed("import tensorflow as tf\ndef main(amp=False):\n    if amp:\n    " + setter)

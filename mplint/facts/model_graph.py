@@ -525,6 +525,8 @@ class ModelGraph:
                 return True
             if self.layer_of(expr.func) is not None or self.is_model_value(expr.func, depth + 1):
                 return True
+            if isinstance(expr.func, cst.Call) and self.local_class_kind(expr.func.func) in ("layer", "model"):
+                return True  # `ReduceMeanLayer(axis=-1)(x)`: a layer class of this module, applied
             return False
         if isinstance(expr, (cst.List, cst.Tuple)):
             return any(self.is_symbolic(e.value, depth + 1) for e in expr.elements)

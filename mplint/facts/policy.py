@@ -153,6 +153,37 @@ class PolicySetting:
         return bool(self.names) and any(n in MIXED_POLICIES for n in self.names or ())
 
 
+def _in_dead_branch(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
+    """Whether `node` sits in a branch of an `if` on a constant written in the code (not a
+    flag or a parameter) that says the branch never runs: `DEBUG_AMP = False` ... `if
+    DEBUG_AMP:`, or the `else` of `if True:`."""
+    index = facts.index
+    child: cst.CSTNode = node
+    for ancestor in index.ancestors(node):
+        if isinstance(ancestor, cst.If):
+            in_body = index.contains(ancestor.body, child) or ancestor.body is child
+            in_else = ancestor.orelse is not None and (ancestor.orelse is child or index.contains(ancestor.orelse, child))
+            if in_body or in_else:
+                truth = _constant_truth(facts, ancestor.test)
+                if truth is not None and truth != in_body:
+                    return True
+        child = ancestor
+    return False
+
+
+def _constant_truth(facts: "ModuleFacts", test: cst.BaseExpression) -> bool | None:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _constant_truth(facts, test.expression)
+        return None if inner is None else not inner
+    if not isinstance(test, cst.Name):
+        return None
+    value = facts.values.resolve(test)
+    if value is None or not value.sources or not all(s.via == "literal" or s.via.startswith("constant ")
+                                                       for s in value.sources):
+        return None
+    return bool(value.value) if isinstance(value.value, (bool, int, type(None))) else None
+
+
 class PolicyFacts:
     def __init__(self, facts: "ModuleFacts") -> None:
         self._facts = facts
@@ -163,6 +194,8 @@ class PolicyFacts:
         names = facts.names
         for call in facts.index.nodes(cst.Call):
             qualified = names.qualified(call.func)
+            if (is_global_setter(qualified) or qualified in SET_FLOATX) and _in_dead_branch(facts, call):
+                continue  # `MIXED_PRECISION = False` ... `if MIXED_PRECISION: set_global_policy(...)`
             if is_global_setter(qualified):
                 arg = arg_value(call, 0, "policy", "value", "name")
                 self.global_settings.append(
