@@ -499,6 +499,12 @@ def test_a_dockerfile_in_a_docker_folder_or_named_dot_dockerfile(project, instal
         ("import tensorflow as tf\nstrategy.experimental_run_v2(step, args=(x,))\n", "experimental_run_v2"),
         ("import tensorflow as tf\nrate = model.optimizer.lr.numpy()\n", "`.lr`"),
         ("import tensorflow as tf\nimport tensorflow_hub as hub\nlayer = hub.KerasLayer(url)\n", "KerasLayer"),
+        ("import tensorflow as tf\nx = tf.keras.Input(batch_input_shape=(1, 4))\n", "batch_input_shape"),
+        ("import tensorflow as tf\nmodel.compile('sgd', experimental_run_tf_function=False)\n", "experimental_run_tf_function"),
+        ("import tensorflow as tf\nmodel.fit_generator(gen, epochs=1)\n", "fit_generator"),
+        ("import horovod.tensorflow.keras as hvd\nimport tensorflow as tf\nopt = hvd.DistributedOptimizer(opt)\n", "horovod"),
+        ("import tensorflow as tf\nfrom tensorflow.keras.layers.experimental import preprocessing\n", "experimental.preprocessing"),
+        ("import tensorflow as tf\nfrom official.vision.beta.tasks import video_classification\n", "official.vision.beta"),
     ],
 )
 def test_keras2_only_code_in_the_file_makes_an_assumed_keras2_target(project, installed, text, what):
@@ -561,6 +567,12 @@ def test_a_sagemaker_launcher_next_to_the_code_names_its_tensorflow(project, ins
     target = target_of(project / "ci" / "train.py", TF_ONLY)
     assert (target.keras, target.before_stable_api, target.assumed) == ("keras2", True, False)
     assert "framework_version" in target.reason
+
+
+def test_experimental_make_numpy_dataset_dates_the_file_before_tf_2_4(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    target = target_of(project / "train.py", "import tensorflow as tf\nds = strategy.experimental_make_numpy_dataset(x)\n")
+    assert (target.keras, target.before_stable_api) == ("keras2", True)
 
 
 def test_experimental_run_v2_dates_the_file_before_tf_2_4(project, installed):

@@ -8,7 +8,8 @@ Shared by MP501/MP502 (one analysis per module, `facts.analysis(Float16Code)`):
   (`self.helper(...)` methods, module-level functions). Layer code of a *library* (a
   module of a package: its folder has an `__init__.py`, or it sits under `src/`) runs
   under whatever policy its users set, so it is checked there whatever the module
-  sets; layer code of a *program* (a script, a notebook, an example app) runs under
+  sets, in a project that names mixed precision somewhere (its code, tests or
+  examples: a library that never does is not used so by its own project); layer code of a *program* (a script, a notebook, an example app) runs under
   the policy its program sets, so it is checked only where a float16 policy can be in
   effect (set in the module, assumed, or brought by the project). Never where the
   module pins a policy without float16 (`set_global_policy("mixed_bfloat16")`) or the
@@ -167,7 +168,8 @@ class Float16Code:
         policies, known = self._module_policies()
         self.float16_excluded = bool(policies) and known and not (policies & FLOAT16_POLICIES)
         self.float16_policy = bool(policies & FLOAT16_POLICIES)
-        self.library_code = is_library_module(facts.path)
+        self.library_code = is_library_module(facts.path) and (
+            facts.project is None or facts.project.mentions_mixed_precision())
         if not self.float16_excluded and (self.float16_policy or self.library_code):
             self._mark_layer_code()
         if self.float16_policy:

@@ -74,6 +74,10 @@ class ProjectContext(Protocol):
         """Whether a call in another module uses the model this module's function (or
         class) builds as a part of another model."""
 
+    def mentions_mixed_precision(self) -> bool:
+        """Whether any file of the project names a mixed-precision API or policy (its
+        code, tests, examples): a library that never does is not used so by itself."""
+
     def importers(self) -> tuple[str, ...]:
         """The project's modules (tests aside) that import this one: code at this
         module's top runs in their programs too."""

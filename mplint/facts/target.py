@@ -103,17 +103,28 @@ _KERAS2_ERA_NAMES = (
     ("tensorflow.python.keras", "TensorFlow's private `tensorflow.python.keras`"),
     ("keras.utils.OrderedEnqueuer", "`OrderedEnqueuer`"),
     ("tensorflow_hub.KerasLayer", "TF Hub's `KerasLayer` (a Keras 2 layer: Keras 3 models refuse it)"),
+    ("horovod.tensorflow.keras", "Horovod's Keras 2 integration `horovod.tensorflow.keras`"),
+    ("keras.layers.experimental.preprocessing", "`keras.layers.experimental.preprocessing` (TF 2.3-2.15)"),
+    ("keras.wrappers.scikit_learn", "`keras.wrappers.scikit_learn`"),
+    ("official.vision.beta", "Model Garden's `official.vision.beta` (tf-models-official before 2.15)"),
 )
 _KERAS2_ERA_TEXT = re.compile(
     r"(?P<run_v2>\.experimental_run_v2\()|(?P<aggregate>\b_HAS_AGGREGATE_GRAD\b)"
     r"|(?P<lr>\b(?:SGD|Adam|AdamW|Adamax|Nadam|RMSprop|Adagrad|Adadelta|Ftrl)\((?:[^()\n]*,)?\s*lr\s*=)"
     r"|(?P<lr_attribute>\b\w*optimizer\.lr\b(?!\s*=[^=]))"
+    r"|(?P<numpy_dataset>\.experimental_make_numpy_dataset\()"
+    r"|(?P<batch_shape>\bbatch_input_shape\s*=)|(?P<run_tf_function>\bexperimental_run_tf_function\s*=)"
+    r"|(?P<generator_methods>\.(?:fit|evaluate|predict)_generator\()"
 )
 _KERAS2_ERA_WORDS = {
     "run_v2": "`strategy.experimental_run_v2` (TF 2.0-2.3; TF 2.4 has only `run`)",
     "aggregate": "the Keras 2 optimizer internal `_HAS_AGGREGATE_GRAD`",
     "lr": "`lr=` in an optimizer (Keras 3 raises ValueError)",
     "lr_attribute": "an optimizer's `.lr` (Keras 3 optimizers have only `learning_rate`: AttributeError)",
+    "numpy_dataset": "`strategy.experimental_make_numpy_dataset` (a TF 2 strategy has it up to TF 2.3)",
+    "batch_shape": "`batch_input_shape=` (Keras 3 raises TypeError)",
+    "run_tf_function": "`compile(experimental_run_tf_function=...)` (Keras 3 raises TypeError)",
+    "generator_methods": "`fit_generator`/`evaluate_generator`/`predict_generator` (gone from Keras 3)",
 }
 
 
@@ -139,6 +150,8 @@ def keras2_era_evidence(text: str, used_names: set[str]) -> str | None:
     before TF 2.4 first)."""
     if ".experimental_run_v2(" in text:
         return _KERAS2_ERA_WORDS["run_v2"]
+    if ".experimental_make_numpy_dataset(" in text:
+        return _KERAS2_ERA_WORDS["numpy_dataset"]
     for name in sorted(used_names):
         for marker, what in _KERAS2_ERA_NAMES:
             if marker in name:
@@ -194,7 +207,7 @@ def decide_target(
     if era is not None:
         reason = era if era.startswith("the file checks") else f"Keras-2-only code in the file: {era}"
         return Target(KERAS2, reason, assumed=True,
-                      before_stable_api="experimental_run_v2" in era)
+                      before_stable_api="experimental_run_v2" in era or "experimental_make_numpy_dataset" in era)
     installed = installed_target()
     if installed is not None:
         return Target(installed.keras, installed.reason, assumed=True)

@@ -75,6 +75,7 @@ class ProjectIndex:
         self._imports: dict[str, set[str]] = {}
         self._resolved: dict[tuple[str, str], str | None] = {}
         self._policy_modules: set[str] | None = None
+        self._mentions_mixed_precision: bool | None = None
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
         self._target: object = _UNSET
@@ -121,6 +122,7 @@ class ProjectIndex:
         self._resolved.clear()
         self._externals.clear()
         self._target = _UNSET
+        self._mentions_mixed_precision = None
         if module is None:
             return
         self._tables.pop(module, None)
@@ -602,6 +604,12 @@ class ProjectIndex:
         self._externals[module] = found
         return found
 
+    def mentions_mixed_precision(self) -> bool:
+        """Whether any file of the project names a mixed-precision API or policy."""
+        if self._mentions_mixed_precision is None:
+            self._mentions_mixed_precision = any(self.scan(path).mixed_precision for path in self.paths)
+        return self._mentions_mixed_precision
+
     def mixed_policies(self, module: str) -> tuple[frozenset[str], tuple[str, ...]]:
         """Mixed policies other modules can bring into `module` (their callers' states,
         the effects of the project functions it may call), and the setters' files."""
@@ -841,6 +849,9 @@ class ModuleContext:
 
     def used_as_part(self, key: str) -> bool:
         return False if self._record else self.index.used_as_part(self.module, key)
+
+    def mentions_mixed_precision(self) -> bool:
+        return True if self._record else self.index.mentions_mixed_precision()
 
     def importers(self) -> tuple[str, ...]:
         if self._record:

@@ -24,6 +24,9 @@ _KERAS2_ONLY = re.compile(r"\boptimizers\.legacy\b|^[ \t]*(?:import|from)[ \t]+t
 _KERAS3_NAMES = ("ops", "config", "random", "tree", "DTypePolicy", "dtype_policies")
 _KERAS3_ONLY = re.compile(r"\bkeras\.(?:%s)\b" % "|".join(_KERAS3_NAMES))
 _BACKEND = re.compile(r"""KERAS_BACKEND['"]?\s*(?:\]\s*=|,)\s*['"](\w+)['"]""")
+# What a project that uses mixed precision names somewhere (its code, tests or notebooks).
+_MIXED_PRECISION_WORDS = ("mixed_float16", "mixed_bfloat16", "mixed_precision", "LossScaleOptimizer",
+                          "set_dtype_policy", "auto_mixed_precision", "AUTO_MIXED_PRECISION")
 _FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
 
 
@@ -39,6 +42,7 @@ class FileScan:
     keras3_only: bool = False
     backend: str | None = None  # KERAS_BACKEND it sets
     flags: list[str] = field(default_factory=list)
+    mixed_precision: bool = False  # names a mixed-precision API or policy
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -68,6 +72,7 @@ def scan_text(text: str, path: str) -> FileScan:
         scan.backend = backend.group(1) if backend else None
     if "DEFINE_" in text:
         scan.flags = sorted(set(_FLAG.findall(text)))
+    scan.mixed_precision = any(word in text for word in _MIXED_PRECISION_WORDS)
     return scan
 
 
