@@ -257,7 +257,7 @@ def command_report(names: list[str], labeller: str | None = None) -> None:
     last = names[-1]
     _print_agreement(last, labels)
     present = {f["key"] for f in load_run(last)}
-    overruled = {r["key"] for r in rows if r.get("labeller") and r["verdict"] == "false"}
+    overruled = {r["key"] for r in rows if r.get("labeller") and r["verdict"] in ("false", "debatable")}
     labelled_true = {r["key"] for r in rows if r["verdict"] == "true"}
     lost = sorted(labelled_true - present - overruled)
     print(f"true findings (labelled) missing from `{last}`: {len(lost)}")
@@ -265,7 +265,7 @@ def command_report(names: list[str], labeller: str | None = None) -> None:
         print(f"  {key}")
     gone = sorted((labelled_true & overruled) - present)
     if gone:
-        print(f"gone from `{last}`, labelled true once but false by an independent labeller: {len(gone)}")
+        print(f"gone from `{last}`, labelled true once but false or debatable by an independent labeller: {len(gone)}")
         for key in gone:
             print(f"  {key}")
     categories = collections.Counter(r["category"] for r in rows if r["verdict"] in ("false", "debatable") and r["category"])

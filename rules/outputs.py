@@ -10,6 +10,7 @@ from mplint.facts.policy import PolicySetting, is_policy_constructor
 from mplint.rule import Replace, Rule
 
 from mplint.facts.model_graph import ModelGraph, is_preprocessing_only
+from mplint.facts.test_modules import is_test_file
 from ._layer_variables import never_built, owns_no_float_variables, under_variable_creator, untrained_entry_point
 from ._late_policy import late_mixed_settings
 from ._output_fix import OutputFix, half_dtype
@@ -68,10 +69,11 @@ class Float16Variables(Rule):
     the list is checked against Keras 3 and tf-keras), a layer that is only constructed
     and serialized (never built), and `set_floatx("float16")` inside a
     `tf.variable_creator_scope` / custom-getter scope (manual mixed precision: float32
-    master variables cast to float16). Reported as info, without a fix, where nothing
-    trains the variables: a non-trainable layer, or a script or test module that never
+    master variables cast to float16), nor in test modules (a test picks its dtypes on
+    purpose: a float16 reference, the dtype under test). Reported as info, without a fix,
+    where nothing trains the variables: a non-trainable layer, or a script that never
     fits, applies gradients or compiles with an optimizer (inference, checkpoint
-    conversion, dtype tests keep float16 weights on purpose).
+    conversion keep float16 weights on purpose).
 
     ## Why is this bad?
     Under a pure float16 policy the layer's *variables* are float16 too, not only its
@@ -106,6 +108,8 @@ class Float16Variables(Rule):
     fix_availability = FixAvailability.SOMETIMES
 
     def check(self) -> None:
+        if is_test_file(self.facts.path):
+            return  # a test picks its dtypes on purpose (a float16 reference, a dtype under test)
         policy = self.facts.policy
         for setting in policy.global_settings:
             self._check_setting(setting, "global policy")
