@@ -878,10 +878,15 @@ class GraphRewriteApi(MigrationRule):
                 return None, (f"the graph rewrite runs only when `{condition}`, in `{scope.name.value}`, which builds no "
                               "Keras model itself: set the mixed_float16 policy under that condition before the model "
                               "is built")
-            docstring = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
-                and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-            change = InsertAfter(first, block) if docstring else InsertBefore(first, block)
-            at, after = first, docstring
+            binder = _last_binding_before_the_model(facts, scope, names)
+            if binder is not None:  # `FLAGS = parser.parse_args()` first: the policy goes right after it
+                change = InsertAfter(binder, block)
+                at, after = binder, True
+            else:
+                docstring = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
+                    and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+                change = InsertAfter(first, block) if docstring else InsertBefore(first, block)
+                at, after = first, docstring
             change = [change, *extra]  # type: ignore[assignment]
         else:
             return None, "no place to set the policy"
@@ -1239,6 +1244,31 @@ def _migrated_together(loops: TrainingLoops, calls: list[cst.Call]) -> list[list
 
 def _switches_on(value: str) -> bool:
     return value.strip().lower() not in ("0", "false", "")
+
+
+def _last_binding_before_the_model(facts, function: cst.FunctionDef, names: set[str]) -> cst.CSTNode | None:
+    """The last statement of the function's body that binds one of `names` (the
+    condition's), when it comes before the first statement that builds the model: the
+    policy can go right after it."""
+    if not names or not isinstance(function.body, cst.IndentedBlock):
+        return None
+    body = list(function.body.body)
+    first_build = next((i for i, statement in enumerate(body) if any(
+        isinstance(n, cst.Call) and ((facts.qualified(n.func) or "").startswith(KERAS_BUILDERS) or (
+            isinstance(n.func, cst.Name) and any(isinstance(f, cst.FunctionDef) and f.name.value == n.func.value
+                                                 and _builds_model(facts, f, 1) for f in facts.module.body)))
+        for n in [statement, *facts.index.descendants(statement)])), None)
+    if first_build is None:
+        return None
+    last = None
+    for statement in body[:first_build]:
+        for node in [statement, *facts.index.descendants(statement)]:
+            if isinstance(node, (cst.AssignTarget, cst.AnnAssign)):
+                target = node.target
+                bound = {n.value for n in [target, *facts.index.descendants(target)] if isinstance(n, cst.Name)}
+                if bound & names:
+                    last = statement
+    return last
 
 
 def _builds_model(facts, function: cst.FunctionDef, depth: int = 0) -> bool:

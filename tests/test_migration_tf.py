@@ -93,6 +93,10 @@ MIGRATIONS = {
     "MP403/notebook_switch_before_import": (None, [
         "policy() == 'mixed_float16' and isinstance(model.optimizer, LSO)",
     ]),
+    "MP403/rewrite_under_a_flag_parsed_in_the_function": ("AttributeError", [
+        "isinstance(model.optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
+        "fresh(main, ['--fp32']).layers[0].compute_dtype == 'float32'",
+    ]),
     "MP403/rewrite_under_a_params_lookup": ("AttributeError", [
         "isinstance(model.optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
     ]),
