@@ -747,7 +747,8 @@ class GraphRewriteApi(MigrationRule):
     or `... if amp else ...`) the fix sets it under the same condition, after the
     imports (after the statements that set the condition's names) when the rewrite
     runs at module level, else at the start of the function that runs the rewrite when
-    that function builds the model. No fix when the condition has side effects, when
+    that function builds the model (or right after the statement that binds the
+    condition's names, when that comes before the model is built). No fix when the condition has side effects, when
     its names are not set yet where the policy must go, or when the function does not
     build the model (an optimizer factory): the message says so. An environment switch
     (`os.environ["TF_ENABLE_AUTO_MIXED_PRECISION"] = "1"`) becomes the policy in its
