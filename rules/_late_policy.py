@@ -50,19 +50,27 @@ def late_mixed_settings(facts: "ModuleFacts") -> list[tuple[PolicySetting, list[
     return found
 
 
-# What only a Keras model is used for: a name used so was bound to one.
-_MODEL_USES = frozenset({"fit", "compile", "summary", "trainable_weights", "trainable_variables", "load_weights",
-                         "save_weights", "train_on_batch"})
+# What only a Keras model is used for: a name used so was bound to one (methods called,
+# attributes read).
+_MODEL_METHODS = frozenset({"fit", "compile", "summary", "load_weights", "save_weights", "train_on_batch"})
+_MODEL_ATTRIBUTES = frozenset({"trainable_weights", "trainable_variables"})
 
 
 def _models_of_other_modules(facts: "ModuleFacts") -> list[cst.Call]:
     """`model_G = Generator(out_dim=3)` (a class of another module) whose name is then
-    used as a Keras model (`model_G.summary()`, `.trainable_weights`, `.fit(...)`)."""
+    used as a Keras model (`model_G.summary()`, `.fit(...)`, `.trainable_weights`); a
+    class of this module is a model only through its bases (ModelGraph), and
+    `config.load_weights` (a flag read) is no use as a model."""
     index = facts.index
     used_as_model: set[str] = set()
     for node in index.nodes(cst.Attribute):
-        if node.attr.value in _MODEL_USES and isinstance(node.value, cst.Name):
+        if not isinstance(node.value, cst.Name):
+            continue
+        parent = index.parent_of(node)
+        called = isinstance(parent, cst.Call) and parent.func is node
+        if (called and node.attr.value in _MODEL_METHODS) or node.attr.value in _MODEL_ATTRIBUTES:
             used_as_model.add(node.value.value)
+    local_classes = {c.name.value for c in index.nodes(cst.ClassDef)}
     found = []
     for assign in index.nodes(cst.Assign):
         if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
@@ -71,6 +79,6 @@ def _models_of_other_modules(facts: "ModuleFacts") -> list[cst.Call]:
             continue
         func = assign.value.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if name[:1].isupper():
+        if name[:1].isupper() and not (isinstance(func, cst.Name) and name in local_classes):
             found.append(assign.value)
     return found
