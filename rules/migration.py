@@ -675,7 +675,7 @@ def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, keras
     if not compat:
         if keras2:
             return (f"{spelled} is deprecated since TF 2.4 and was removed from the TF 2 API in TF 2.6 "
-                    "(AttributeError from then on; only `tf.compat.v1.mixed_precision` keeps it)"), Severity.ERROR
+                    "(AttributeError from then on; only `tf.compat.v1` keeps it)"), Severity.ERROR
         return f"{spelled} is gone from TF 2.21 (AttributeError)", Severity.ERROR
     if family == LEGACY:
         return (f"{spelled} is deprecated: it still runs with this Keras 2 legacy optimizer, but raises ValueError "
@@ -702,7 +702,7 @@ class GraphRewriteApi(MigrationRule):
 
     * Keras code: `tf.train.experimental.enable_mixed_precision_graph_rewrite` is gone
       (AttributeError; deprecated in TF 2.4, removed from the TF 2 API in TF 2.6, leaving
-      only `tf.compat.v1.mixed_precision`'s, as the API files of the TF 2.4, 2.5 and 2.6
+      only `tf.compat.v1`'s (`mixed_precision` and `train.experimental`), as the API files of the 2.4-2.6
       wheels show; where the project runs on TF 2.0-2.3 it is that TensorFlow's own API:
       an info, without a fix); the `tf.compat.v1` one rejects Keras 3 optimizers and tf-keras's
       current ones (ValueError; only `tf.keras.optimizers.legacy` ones pass) and, under
