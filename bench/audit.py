@@ -303,15 +303,16 @@ def _print_agreement(name: str, labels: dict[str, list[dict]]) -> None:
 def command_blind(name: str, out: str) -> None:
     """The sample as a labeller sees it: the findings, no verdicts."""
     fields = ["key", "repo", "path", "line", "code", "severity", "fix", "message"]
+    drawn = sample(load_run(name))
     with open(out, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
-        for f in sample(load_run(name)):
+        for f in drawn:
             writer.writerow({"key": f["key"], "repo": f["repo"],
                              "path": f["filename"] + (f":cell{f['cell']}" if f.get("cell") else ""),
                              "line": f["location"]["row"], "code": f["code"], "severity": f["severity"],
                              "fix": f["fix"] or "none", "message": f["message"]})
-    print(f"{len(sample(load_run(name)))} sampled findings -> {out}")
+    print(f"{len(drawn)} sampled findings -> {out}")
 
 
 def command_merge(name: str, labeller: str, path: str) -> None:

@@ -127,6 +127,7 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
             assumed_policy=settings.assumed_policy,
             tensor_core_multiple=settings.tensor_core_multiple,
             project=project,
+            notebook=getattr(doc, "notebook", None),
         )
         mixed = facts.policy.mixed_in_force
     except Exception as exc:  # an engine bug must surface, not crash the run

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from mplint.analysis.calls import callee_name
 from mplint.facts.model_graph import ModelGraph
 from mplint.facts.policy import PolicySetting, scope_of
 
@@ -77,8 +78,7 @@ def _models_of_other_modules(facts: "ModuleFacts") -> list[cst.Call]:
             continue
         if assign.targets[0].target.value not in used_as_model or not isinstance(assign.value, cst.Call):
             continue
-        func = assign.value.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if name[:1].isupper() and not (isinstance(func, cst.Name) and name in local_classes):
+        name = callee_name(assign.value)
+        if name[:1].isupper() and not (isinstance(assign.value.func, cst.Name) and name in local_classes):
             found.append(assign.value)
     return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value
+from mplint.analysis.calls import arg_value, callee_name
 from mplint.analysis.removal import remove_statement
 from mplint.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
@@ -82,8 +82,7 @@ def _builds_a_model(facts, call: cst.Call) -> bool:
     qualified = facts.qualified(call.func) or ""
     if qualified.startswith(("keras.", "tensorflow.keras.")):
         return qualified.rsplit(".", 1)[-1] in ("Model", "Sequential") or ".applications." in qualified
-    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else call.func.value if isinstance(call.func, cst.Name) else ""
-    return name[:1].isupper()
+    return callee_name(call)[:1].isupper()
 
 
 class UnscaledCustomLoop(Rule):

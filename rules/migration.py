@@ -1091,8 +1091,9 @@ class LossScaleApiMismatch(MigrationRule):
                     continue
                 if node.func.value == "hasattr" and string_value(arg_value(node, 1)) in methods:
                     return True
-                if node.func.value == "isinstance" and method != "scale_loss":
-                    for klass in [arg_value(node, 1)] + list(facts.index.descendants(arg_value(node, 1) or node)):
+                classes = arg_value(node, 1)  # `isinstance(opt, (A, B))` too
+                if node.func.value == "isinstance" and method != "scale_loss" and classes is not None:
+                    for klass in [classes, *facts.index.descendants(classes)]:
                         qualified = facts.qualified(klass) if isinstance(klass, (cst.Name, cst.Attribute)) else None
                         if qualified and qualified.endswith("LossScaleOptimizer") \
                                 and ("experimental" in qualified or "tensorflow.python.keras" in qualified):
@@ -1254,11 +1255,7 @@ def _last_binding_before_the_model(facts, function: cst.FunctionDef, names: set[
     if not names or not isinstance(function.body, cst.IndentedBlock):
         return None
     body = list(function.body.body)
-    first_build = next((i for i, statement in enumerate(body) if any(
-        isinstance(n, cst.Call) and ((facts.qualified(n.func) or "").startswith(KERAS_BUILDERS) or (
-            isinstance(n.func, cst.Name) and any(isinstance(f, cst.FunctionDef) and f.name.value == n.func.value
-                                                 and _builds_model(facts, f, 1) for f in facts.module.body)))
-        for n in [statement, *facts.index.descendants(statement)])), None)
+    first_build = next((i for i, statement in enumerate(body) if _builds_model(facts, statement)), None)
     if first_build is None:
         return None
     last = None
@@ -1272,9 +1269,9 @@ def _last_binding_before_the_model(facts, function: cst.FunctionDef, names: set[
     return last
 
 
-def _builds_model(facts, function: cst.FunctionDef, depth: int = 0) -> bool:
-    """Whether the function builds Keras layers or models (itself or through functions
-    of the module it calls)."""
+def _builds_model(facts, function: cst.CSTNode, depth: int = 0) -> bool:
+    """Whether the function (or statement) builds Keras layers or models (itself or
+    through functions of the module it calls)."""
     for node in facts.index.descendants(function):
         if not isinstance(node, cst.Call):
             continue

@@ -3,7 +3,8 @@
 Which code counts as computing in float16 is decided once per module by
 `mplint.facts.float16_code.Float16Code` (a library's layer code everywhere, a program's
 layer code and `@tf.function` code under a float16 policy); the input pipeline by
-`rules._input_pipeline.InputPipeline`. The float16 arithmetic itself is `rules._float16` (exact IEEE binary16 rounding).
+`rules._input_pipeline.InputPipeline`. The float16 arithmetic itself is
+`rules._float16` (exact IEEE binary16 rounding).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value, string_value
+from mplint.analysis.calls import arg_value, callee_name, string_value
 from mplint.analysis.values import literal_number
 from mplint.diagnostics import FixAvailability, Severity
 from mplint.prefilter import has_float16_hazard_literal, is_float16_hazard
@@ -181,9 +182,7 @@ def _fill_reaches_hazard(facts, fill: cst.Call, depth: int = 0) -> bool:
         if isinstance(parent, cst.Call):
             if node is parent.func:
                 return False
-            name = (facts.qualified(parent.func) or "").rsplit(".", 1)[-1]
-            if not name and isinstance(parent.func, (cst.Attribute, cst.Name)):
-                name = parent.func.attr.value if isinstance(parent.func, cst.Attribute) else parent.func.value
+            name = (facts.qualified(parent.func) or "").rsplit(".", 1)[-1] or callee_name(parent)
             if any(hazard in name.lower() for hazard in _INF_HAZARD_CALLS):
                 return True
             if name in _PASS_THROUGH:

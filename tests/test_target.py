@@ -3,6 +3,8 @@ versions, and `mplint check --verbose` showing it."""
 
 from __future__ import annotations
 
+import json
+
 import libcst as cst
 import pytest
 
@@ -436,7 +438,7 @@ def test_a_notebook_says_what_it_ran_on(project, installed, cells, keras, before
     installed({"tensorflow": "2.21.0"})
     path = project / "demo.ipynb"
     _notebook(path, cells)
-    found = target_module.notebook_target(str(path))
+    found = target_module.notebook_target(json.loads(path.read_text()))
     if keras is None:
         assert found is None
     else:

@@ -26,6 +26,15 @@ def arg_value(call: cst.Call, position: int | None, *keywords: str) -> cst.BaseE
     return arg.value if arg is not None else None
 
 
+def callee_name(call: cst.Call) -> str:
+    """The last name of what a call calls: `Generator` for `nets.Generator(...)` and
+    `Generator(...)`; "" for anything else (`f()()`, `fs[0]()`)."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
+
+
 def positional(call: cst.Call) -> list[cst.Arg]:
     return [a for a in call.args if a.keyword is None and a.star == ""]
 

@@ -9,9 +9,10 @@ Shared by MP501/MP502 (one analysis per module, `facts.analysis(Float16Code)`):
   module of a package: its folder has an `__init__.py`, or it sits under `src/`) runs
   under whatever policy its users set, so it is checked there whatever the module
   sets, in a project that names mixed precision somewhere (its code, tests or
-  examples: a library that never does is not used so by its own project); layer code of a *program* (a script, a notebook, an example app) runs under
-  the policy its program sets, so it is checked only where a float16 policy can be in
-  effect (set in the module, assumed, or brought by the project). Never where the
+  examples: a library that never does is not used so by its own project); layer code
+  of a *program* (a script, a notebook, an example app) runs under the policy its
+  program sets, so it is checked only where a float16 policy can be in effect (set in
+  the module, assumed, or brought by the project). Never where the
   module pins a policy without float16 (`set_global_policy("mixed_bfloat16")`) or the
   class pins its own dtype (`super().__init__(dtype="float32")`).
 * **@tf.function code** (decorated, or wrapped by `tf.function(f)`) and what it reaches:
@@ -356,11 +357,9 @@ class Float16Code:
                 continue
             name = node.targets[0].target.value
             for call in [node.value, *self.index.descendants(node.value)]:
-                if isinstance(call, cst.Call) and self.facts.qualified(call.func) in CASTS:
-                    dtype = arg_value(call, CASTS[self.facts.qualified(call.func)], "dtype")
+                if isinstance(call, cst.Call) and self.facts.qualified(call.func) in CASTS and self.is_wide(call):
                     value = arg_value(call, 0, "x")
-                    if dtype is not None and self.is_wide_dtype(dtype) and isinstance(value, cst.Name) \
-                            and value.value == name:
+                    if isinstance(value, cst.Name) and value.value == name:
                         found = node
         return found
 

@@ -41,10 +41,12 @@ class ModuleFacts:
         tensor_core_multiple: int = 8,
         project: "ProjectContext | None" = None,
         project_backend: "list[Evidence] | None" = None,
+        notebook: dict | None = None,
     ) -> None:
         self.module = module
         self.text = text
         self.path = path
+        self.notebook = notebook  # a notebook's parsed JSON (its outputs say what it ran on)
         self.configured_target = configured_target
         self.assumed_policy = assumed_policy
         self.tensor_core_multiple = tensor_core_multiple
@@ -91,7 +93,8 @@ class ModuleFacts:
             if qualified is not None:
                 used.add(qualified)
         project = self.project.target() if self.project is not None else None
-        return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project)
+        return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project,
+                             notebook=self.notebook)
 
     @cached_property
     def backend(self) -> "Backend":

@@ -128,7 +128,9 @@ _KERAS2_ERA_WORDS = {
 }
 
 
-_TF_VERSION_LINE = re.compile(r"^.*\b(?:tf|tensorflow)\.(?:__version__|version\.VERSION)\b.*$", re.M)
+# `tf.__version__` / `tf.version.VERSION`, and a line that reads it.
+_VERSION_SOURCE = re.compile(r"\b(?:tf|tensorflow)\.(?:version\.VERSION|__version__)\b")
+_TF_VERSION_LINE = re.compile(rf"^.*{_VERSION_SOURCE.pattern}.*$", re.M)
 _VERSION_LITERAL = re.compile(r"""['"(\[ ,](\d)[.,]\s*(\d{1,2})\b""")
 
 
@@ -145,21 +147,29 @@ def _version_checks_before_keras3(text: str) -> str | None:
     return None
 
 
-def keras2_era_evidence(text: str, used_names: set[str]) -> str | None:
-    """What in a file shows it was written for Keras 2, or None (what also dates it
-    before TF 2.4 first)."""
-    if ".experimental_run_v2(" in text:
-        return _KERAS2_ERA_WORDS["run_v2"]
-    if ".experimental_make_numpy_dataset(" in text:
-        return _KERAS2_ERA_WORDS["numpy_dataset"]
+# Keras-2-only code that also dates a file before TF 2.4 (a TF 2 strategy lost these in 2.4).
+_BEFORE_TF_2_4 = {".experimental_run_v2(": "run_v2", ".experimental_make_numpy_dataset(": "numpy_dataset"}
+
+
+def keras2_era_evidence(text: str, used_names: set[str]) -> Target | None:
+    """The assumed Keras 2 target of a file whose code was written for Keras 2 (what also
+    dates it before TF 2.4 first), or None."""
+    for spelling, word in _BEFORE_TF_2_4.items():
+        if spelling in text:
+            return _era_target(_KERAS2_ERA_WORDS[word], before_stable_api=True)
     for name in sorted(used_names):
         for marker, what in _KERAS2_ERA_NAMES:
             if marker in name:
-                return what
+                return _era_target(what)
     match = _KERAS2_ERA_TEXT.search(text)
     if match:
-        return _KERAS2_ERA_WORDS[match.lastgroup]  # type: ignore[index]
-    return _version_checks_before_keras3(text)
+        return _era_target(_KERAS2_ERA_WORDS[match.lastgroup])  # type: ignore[index]
+    check = _version_checks_before_keras3(text)
+    return Target(KERAS2, check, assumed=True) if check is not None else None
+
+
+def _era_target(what: str, before_stable_api: bool = False) -> Target:
+    return Target(KERAS2, f"Keras-2-only code in the file: {what}", assumed=True, before_stable_api=before_stable_api)
 
 
 def sets_legacy_keras(text: str) -> bool:
@@ -173,6 +183,7 @@ def decide_target(
     used_names: set[str],
     path: str,
     project: Target | None = None,
+    notebook: dict | None = None,
 ) -> Target:
     if configured in (KERAS2, KERAS3):
         return Target(configured, "set by --target/config")
@@ -186,8 +197,8 @@ def decide_target(
                 or _TF1_OPTIMIZER.match(n)), None)
     if tf1 is not None:
         return Target(KERAS2, f"the file uses TF 1.x-only `{tf1}`", before_stable_api=True)
-    if path.endswith(".ipynb"):
-        ran_on = notebook_target(path)
+    if notebook is not None:
+        ran_on = notebook_target(notebook)
         if ran_on is not None:
             return ran_on
     if any(m == "keras" or m.startswith("keras.") for m in imported_modules):
@@ -205,9 +216,7 @@ def decide_target(
         return pinned
     era = keras2_era_evidence(text, used_names | set(imported_modules))
     if era is not None:
-        reason = era if era.startswith("the file checks") else f"Keras-2-only code in the file: {era}"
-        return Target(KERAS2, reason, assumed=True,
-                      before_stable_api="experimental_run_v2" in era or "experimental_make_numpy_dataset" in era)
+        return era
     installed = installed_target()
     if installed is not None:
         return Target(installed.keras, installed.reason, assumed=True)
@@ -420,31 +429,15 @@ def _target_of_versions(versions: list[tuple[int, int]], reason: str) -> Target 
     return None
 
 
-_VERSION_SOURCE = re.compile(r"\b(?:tf|tensorflow)\.(?:version\.VERSION|__version__)")
 _VERSION_TEXT = re.compile(r"\b(\d+)\.(\d+)\.\d+")
 _TENSORFLOW_VERSION_MAGIC = re.compile(r"^\s*%tensorflow_version\s+1(?:\.x)?\b", re.M)
 
 
-def notebook_target(path: str) -> Target | None:
-    """The TensorFlow a notebook says it runs on: Colab's `%tensorflow_version 1.x`, a
-    `!pip install tensorflow==X.Y` cell, or the recorded output of printing
-    `tf.__version__` (the notebook was run on that version)."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return _notebook_target(path, stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=256)
-def _notebook_target(path: str, mtime: int, size: int) -> Target | None:
-    import json
-
-    try:
-        with open(path, "rb") as handle:
-            cells = json.loads(handle.read().decode("utf-8", errors="replace")).get("cells", [])
-    except (OSError, ValueError, AttributeError):
-        return None
+def notebook_target(notebook: dict) -> Target | None:
+    """The TensorFlow a notebook (its parsed JSON, as the engine loaded it) says it runs
+    on: Colab's `%tensorflow_version 1.x`, a `!pip install tensorflow==X.Y` cell, or the
+    recorded output of printing `tf.__version__` (the notebook was run on that version)."""
+    cells = notebook.get("cells")
     if not isinstance(cells, list):
         return None
     for cell in cells:

@@ -785,14 +785,8 @@ def _divides(expr: cst.CSTNode) -> bool:
     """Whether `expr` divides by a loss scale by hand: `g / optimizer.loss_scale`,
     `g / scale`, `g / 1024.0` (a power of two, a fixed loss scale). Averaging (`g /
     smooth_samples`, `g / num_replicas`) is not unscaling."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide) \
-                and _is_loss_scale(node.right):
-            return True
-        stack.extend(c for c in node.children if isinstance(c, cst.CSTNode))
-    return False
+    return any(isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
+               and _is_loss_scale(node.right) for node in _subtree(expr))
 
 
 def _is_loss_scale(divisor: cst.BaseExpression) -> bool:
@@ -802,18 +796,13 @@ def _is_loss_scale(divisor: cst.BaseExpression) -> bool:
         except (ValueError, OverflowError):
             return False
         return value >= 2 and value.is_integer() and int(value) & (int(value) - 1) == 0
-    for node in [divisor, *_all_descendants(divisor)]:
-        if isinstance(node, cst.Name) and "scale" in node.value.lower():
-            return True
-    return False
+    return any(isinstance(node, cst.Name) and "scale" in node.value.lower() for node in _subtree(divisor))
 
 
-def _all_descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-    stack = list(node.children)
+def _subtree(node: cst.CSTNode):
+    """`node` and every node below it."""
+    stack = [node]
     while stack:
-        child = stack.pop()
-        if isinstance(child, cst.CSTNode):
-            found.append(child)
-            stack.extend(child.children)
-    return found
+        current = stack.pop()
+        yield current
+        stack.extend(c for c in current.children if isinstance(c, cst.CSTNode))
