@@ -5,7 +5,9 @@ Importing the parser (libcst) takes longer than checking one file; a pre-commit 
 editor's save pays it every time. `mplint server start` keeps a process with everything
 imported; this entry point, importing nothing heavy, passes it the command line, the
 working folder, the environment and its own stdin/stdout/stderr, and exits with the
-server's exit code (Ctrl-C is forwarded). Without a server (or with `MPLINT_NO_SERVER`
+server's exit code (Ctrl-C is forwarded to the server's child). It sends nothing before
+the server's folder, socket and process are shown to be this user's own
+(`mplint.server_trust`). Without a server (or with `MPLINT_NO_SERVER`
 set, or for `mplint server ...` itself) the command runs in this process as always.
 """
 
@@ -51,19 +53,26 @@ def server_folder() -> str:
 
 
 def run_in_server(argv: list[str]) -> int | None:
-    """Run `mplint argv` in the server; its exit code, or None if no server took it."""
+    """Run `mplint argv` in the server; its exit code, or None if no server took it.
+
+    Nothing is sent to a server whose folder, socket or process fails the checks of
+    `mplint.server_trust` (one warning, then the command runs here)."""
+    from mplint.server_trust import UntrustedServer, connect_checked, is_child_of
+
     path = socket_path()
-    if not os.path.exists(path):
+    try:
+        connected = connect_checked(path)
+    except UntrustedServer as exc:
+        print(f"mplint: warning: not using the server socket {path}: {exc}; running the command here "
+              "(MPLINT_NO_SERVER=1 skips the server)", file=sys.stderr)
         return None
+    if connected is None:
+        return None
+    connection, server_pid = connected
     import json
     import signal
     import socket
 
-    try:
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        connection.connect(path)
-    except OSError:
-        return None
     request = json.dumps({
         "argv": argv,
         "cwd": os.getcwd(),
@@ -78,18 +87,19 @@ def run_in_server(argv: list[str]) -> int | None:
             first = json.loads(replies.readline() or b"{}")
         except (OSError, ValueError):
             return None
-        pid = first.get("pid")
+        pid = first.get("pid") if isinstance(first, dict) else None
         if not isinstance(pid, int):
             return None  # the server declined (it is stopping, or mplint changed since it started)
-        forward = lambda signum, frame: _kill(pid, signum)  # noqa: E731
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, forward)
+        if is_child_of(pid, server_pid):  # signals go to the server's own child, never elsewhere
+            forward = lambda signum, frame: _kill(pid, signum)  # noqa: E731
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, forward)
         try:
             last = json.loads(replies.readline() or b"{}")
         except (OSError, ValueError):
             last = {}
-    code = last.get("exit")
-    return code if isinstance(code, int) else 2
+    code = last.get("exit") if isinstance(last, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 255 else 2
 
 
 def _stream_settings(stream) -> dict:

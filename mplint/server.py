@@ -27,6 +27,7 @@ import time
 import click
 
 from mplint.launch import server_folder, socket_path
+from mplint.server_trust import SOCKET_UMASK, UntrustedServer, check_folder, check_peer, connect_checked
 
 PRELOAD = ("mplint.cli", "mplint.check_command", "mplint.runner", "mplint.engine", "mplint.parsing",
            "mplint.code_scan", "mplint.rule_evidence", "mplint.reporters.text", "mplint.reporters.json_format",
@@ -68,16 +69,19 @@ def serve(idle_minutes: float) -> None:
     stamp = code_stamp()
     path = socket_path()
     folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    if os.stat(folder).st_uid != os.getuid():
-        raise SystemExit(f"mplint server: {folder} belongs to another user")
+    problem = _folder_problem(folder)
+    if problem:
+        raise SystemExit(problem)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
-    listener.bind(path)
-    os.chmod(path, 0o600)
+    mask = os.umask(SOCKET_UMASK)  # the socket is born 0600: no window with wider permissions
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(mask)
     listener.listen(64)
     listener.settimeout(1.0)
     served = 0
@@ -92,6 +96,10 @@ def serve(idle_minutes: float) -> None:
             last = time.monotonic()
             with connection:
                 connection.settimeout(10)
+                try:
+                    check_peer(connection, path)
+                except UntrustedServer:
+                    continue  # a client of another user: it gets nothing, not even an answer
                 try:
                     request, fds = _receive(connection)
                 except (OSError, ValueError) as exc:
@@ -212,15 +220,36 @@ def _run(argv: list[str]) -> int:
 
 # -- the command ----------------------------------------------------------------------
 
-def _ask(message: dict) -> dict | None:
-    """Send a control message to the running server; its reply, or None if none runs."""
-    path = socket_path()
-    if not os.path.exists(path):
-        return None
+def _folder_problem(folder: str) -> str | None:
+    """Create the server's folder 0700, or accept an existing one only if it is this user's
+    and closed to others; else what is wrong with it."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.settimeout(5)
-            connection.connect(path)
+        os.makedirs(folder, mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return f"mplint server: cannot create {folder}: {exc.strerror}"
+    try:
+        check_folder(folder)
+    except UntrustedServer as exc:
+        return f"mplint server: refusing {exc}; remove it or set MPLINT_SERVER_DIR"
+    return None
+
+
+def _ask(message: dict) -> dict | None:
+    """Send a control message to the running server; its reply, or None if none runs.
+    Nothing is sent to a server that fails the checks of `mplint.server_trust`."""
+    path = socket_path()
+    try:
+        connected = connect_checked(path, timeout=5)
+    except UntrustedServer as exc:
+        click.echo(f"mplint: warning: not using the server socket {path}: {exc}", err=True)
+        return None
+    if connected is None:
+        return None
+    connection, _ = connected
+    try:
+        with connection:
             payload = json.dumps(message).encode()
             connection.sendall(len(payload).to_bytes(8, "big") + payload)
             reply = connection.makefile("rb").readline()
@@ -242,11 +271,13 @@ def start(idle_minutes: float) -> None:
     """Start the server in the background (if none is running for this mplint)."""
     import subprocess
 
+    problem = _folder_problem(server_folder())
+    if problem:
+        raise click.ClickException(problem)
     running = _ask({"status": True})
     if running is not None:
         click.echo(f"mplint server already running (pid {running['pid']})")
         return
-    os.makedirs(server_folder(), mode=0o700, exist_ok=True)
     subprocess.Popen(
         [sys.executable, "-m", "mplint.server", "--idle-minutes", str(idle_minutes)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,

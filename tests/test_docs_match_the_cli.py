@@ -147,7 +147,7 @@ def _runnable() -> list[tuple[str, list[str]]]:
     files = {"examples", "examples/"} | {b.title for d in DOCUMENTS for b in blocks(d) if b.title}
     runnable = []
     for where, args in shown_commands():
-        if not args or args[0] in ("lsp", "verify", "--help", "-h") or "<redirect>" in args:
+        if not args or args[0] in ("lsp", "server", "verify", "--help", "-h") or "<redirect>" in args:
             continue
         if any(re.fullmatch(r"[A-Z]+", arg) for arg in args) or (where.endswith("(prose)") and args == ["rule"]):
             continue  # a placeholder (`mplint rule CODE`), or a name in a sentence
@@ -253,7 +253,10 @@ def test_readme_lists_every_output_format():
 
 def test_every_option_named_in_the_documents_exists():
     """A `--flag` in prose or code anywhere in the documents is an option of some command."""
-    real = {opt for command in [main, *main.commands.values()] for param in command.params
+    commands = [main, *main.commands.values()]
+    commands += [sub for command in commands if isinstance(command, click.Group) and command is not main
+                 for sub in command.commands.values()]
+    real = {opt for command in commands for param in command.params
             if isinstance(param, click.Option) for opt in param.opts}
     real |= {"--help", "--version"}
     other_tools = {"--freeze", "--bleeding-edge", "--units", "--filters", "--batch", "--steps", "--json",
