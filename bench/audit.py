@@ -90,7 +90,8 @@ def keyed(repo: str, repo_dir: str, findings: list[dict]) -> list[dict]:
 
 def run_mplint(repo_dir: str) -> list[dict]:
     proc = subprocess.run(
-        [sys.executable, "-m", "mplint", "--no-cache", "--output-format", "json", "--exit-zero", "."],
+        # Both tiers: each finding records its tier, so a report gives the precision of each.
+        [sys.executable, "-m", "mplint", "--no-cache", "--output-format", "json", "--exit-zero", "--extended", "."],
         cwd=repo_dir, capture_output=True, text=True,
     )
     try:
@@ -126,7 +127,9 @@ def command_run(name: str, args: list[str]) -> None:
         findings = keyed(repo, repo_dir, run_mplint(repo_dir))
         print(f"{repo}: {len(findings)} findings", file=sys.stderr)
         rows += [{k: f[k] for k in ("key", "repo", "filename", "cell", "location", "code", "severity", "message")}
-                 | {"fix": f["fix"]["applicability"] if f.get("fix") else None} for f in findings]
+                 | {"fix": f["fix"]["applicability"] if f.get("fix") else None,
+                    "tier": f.get("tier", "default"),
+                    "premises": [f"{p['fact']}={p['status']}" for p in f.get("premises", ())]} for f in findings]
     with open(run_path(name), "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, sort_keys=True) + "\n")
@@ -213,10 +216,15 @@ def command_sample(name: str) -> None:
 
 # -- the report -----------------------------------------------------------------------------
 
-def precision_table(name: str, labels: dict[str, list[dict]], labeller: str | None = None) -> tuple[str, list[str]]:
+def precision_table(name: str, labels: dict[str, list[dict]], labeller: str | None = None,
+                    tier: str | None = None) -> tuple[str, list[str]]:
+    """Precision per rule of the run's sample; with `tier`, of its findings in that tier
+    only (runs before tiers existed count as default)."""
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     todo = []
     for f in sample(load_run(name)):
+        if tier is not None and f.get("tier", "default") != tier:
+            continue
         label, exact = label_for(f, labels, labeller)
         if label is None or not exact or label["verdict"] not in VERDICTS:
             todo.append(f["key"])
@@ -254,6 +262,11 @@ def command_report(names: list[str], labeller: str | None = None) -> None:
         print(f"### {name}" + (f" (labeller: {labeller or 'developers'})" if labeller is not None else "") + f"\n\n{table}\n")
         if todo:
             print(f"{len(todo)} sampled findings without a current label (run `sample {name}`)\n")
+        if any("tier" in f for f in load_run(name)):
+            for tier in ("default", "extended"):
+                table, _ = precision_table(name, labels, labeller, tier)
+                print(f"#### {name}, {tier} tier\n\n{table}\n")
+            print(_default_share(name, labels, labeller) + "\n")
     last = names[-1]
     _print_agreement(last, labels)
     present = {f["key"] for f in load_run(last)}
@@ -273,6 +286,19 @@ def command_report(names: list[str], labeller: str | None = None) -> None:
         print("\nfalse/debatable labels by category (all labelled findings):")
         for category, n in sorted(categories.items(), key=lambda kv: (-kv[1], kv[0])):
             print(f"  {category}: {n}")
+
+
+def _default_share(name: str, labels: dict[str, list[dict]], labeller: str | None) -> str:
+    """How many of the sample's true findings the default tier keeps (a tier that is
+    precise because it is empty is no goal)."""
+    true = {"default": 0, "extended": 0}
+    for f in sample(load_run(name)):
+        label, exact = label_for(f, labels, labeller)
+        if label is not None and exact and label["verdict"] == "true":
+            true[f.get("tier", "default")] += 1
+    total = true["default"] + true["extended"]
+    share = f"{true['default'] / total:.2f}" if total else "-"
+    return f"default tier's share of the sample's true findings: {true['default']} of {total} ({share})"
 
 
 def _print_agreement(name: str, labels: dict[str, list[dict]]) -> None:
@@ -302,7 +328,7 @@ def _print_agreement(name: str, labels: dict[str, list[dict]]) -> None:
 
 def command_blind(name: str, out: str) -> None:
     """The sample as a labeller sees it: the findings, no verdicts."""
-    fields = ["key", "repo", "path", "line", "code", "severity", "fix", "message"]
+    fields = ["key", "repo", "path", "line", "code", "severity", "fix", "message"]  # no tier: labels stay blind to it
     drawn = sample(load_run(name))
     with open(out, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")

@@ -48,6 +48,7 @@ class CheckRequest:
     per_file_ignores: tuple[str, ...] = ()
     extend_per_file_ignores: tuple[str, ...] = ()
     target: str | None = None
+    extended: bool = False
     config_file: str | None = None
     force_exclude: bool = False
     stdin_filename: str | None = None
@@ -112,6 +113,8 @@ def resolver_for(request: CheckRequest):
             request.extend_per_file_ignores, "--extend-per-file-ignores")
     if request.target is not None:
         overrides["target"] = request.target
+    if request.extended:
+        overrides["extended"] = True
     return ConfigResolver(request.config_file, overrides)
 
 
@@ -152,6 +155,12 @@ def execute(request: CheckRequest, resolver) -> int:
     if request.verbose:
         for line in result.details:
             click.echo(line, err=True)
+        for finding in result.findings:
+            if finding.premises:
+                where = f"{finding.filename}:{finding.location.row}:{finding.location.column}"
+                click.echo(f"{where}: {finding.code} rests on ({finding.tier} tier):", err=True)
+                for premise in finding.premises:
+                    click.echo(f"    {premise.describe()}", err=True)
     if stdin is not None and options.fix:
         click.get_binary_stream("stdout").write(result.output if result.output is not None else stdin)
     _print_report(request, result, fixed_text_on_stdout=stdin is not None and options.fix)

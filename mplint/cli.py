@@ -83,6 +83,8 @@ def _terminate(signum, frame):  # pragma: no cover - exercised by the interrupt 
 @click.option("-n", "--no-cache", is_flag=True, envvar="MPLINT_NO_CACHE", help="Do not read or write the .mplint_cache (env: MPLINT_NO_CACHE).")
 @click.option("--config", "config_file", type=click.Path(), help="Use this config file instead of discovering one.")
 @click.option("--target", type=click.Choice(["auto", "keras2", "keras3"]), help="Keras API the fixes are written for.")
+@click.option("--extended", is_flag=True,
+              help="Also report the extended tier: findings resting on an assumed or conflicting premise.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("--show-settings", is_flag=True, help="Print the settings used for the first path and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
@@ -186,7 +188,7 @@ from mplint.verify.command import verify as _verify  # noqa: E402  (click only: 
 
 main.add_command(_verify)
 
-from mplint.server import server_command as _server  # noqa: E402  (socket and click only)
+from mplint.server_command import server_command as _server  # noqa: E402  (socket and click only)
 
 main.add_command(_server)
 

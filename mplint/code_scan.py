@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from mplint.prefilter import is_float16_hazard
+from mplint.float16_literals import is_float16_hazard
 
 
 @dataclass

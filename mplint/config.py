@@ -24,7 +24,7 @@ TARGETS = ("auto", "keras2", "keras3")
 ASSUMABLE_POLICIES = ("mixed_float16", "mixed_bfloat16")
 CONFIG_KEYS = (
     "select", "ignore", "extend-select", "per-file-ignores", "exclude", "target",
-    "assume-policy", "tensor-core-multiple",
+    "assume-policy", "tensor-core-multiple", "extended",
 )
 
 
@@ -41,11 +41,13 @@ class FileSettings:
     assumed_policy: str | None = None
     tensor_core_multiple: int = 8
     details: bool = False  # also report the Keras target and policy used (--verbose)
+    # Also report the extended tier: findings with an assumed or conflicting premise.
+    extended: bool = False
 
     def fingerprint(self) -> str:
         """Stable across processes (unlike the repr of a frozenset)."""
         return json.dumps(
-            [sorted(self.codes), self.target, self.assumed_policy, self.tensor_core_multiple]
+            [sorted(self.codes), self.target, self.assumed_policy, self.tensor_core_multiple, self.extended]
         )
 
 
@@ -61,6 +63,7 @@ class Settings:
     target: str = "auto"
     assume_policy: tuple[tuple[str, str], ...] = ()  # (glob, policy); glob "**" = every file
     tensor_core_multiple: int = 8
+    extended: bool = False  # report the extended tier too (findings on unproved premises)
 
     # -- rule selection ------------------------------------------------------------
     def enabled(self, code: str) -> bool:
@@ -86,6 +89,7 @@ class Settings:
             assumed_policy=self.assumed_policy(rel),
             tensor_core_multiple=self.tensor_core_multiple,
             details=details,
+            extended=self.extended,
         )
 
     def assumed_policy(self, relpath: str) -> str | None:
@@ -198,6 +202,10 @@ def settings_from_table(table: dict[str, Any], source: str, root: str) -> Settin
         if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
             raise ConfigError(f"{source}: tensor-core-multiple: expected a positive integer, got {multiple!r}")
         values["tensor_core_multiple"] = multiple
+    if "extended" in table:
+        if not isinstance(table["extended"], bool):
+            raise ConfigError(f"{source}: extended: expected true or false, got {table['extended']!r}")
+        values["extended"] = table["extended"]
     return Settings(**values)
 
 

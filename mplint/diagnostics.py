@@ -32,6 +32,58 @@ class FixAvailability(str, enum.Enum):
     ALWAYS = "always"
 
 
+# -- premises: the facts a finding rests on (computed in mplint.facts.premises) ----------
+
+class Status(str, enum.Enum):
+    PROVED = "proved"
+    INFERRED = "inferred"
+    ASSUMED = "assumed"
+    CONFLICTING = "conflicting"
+
+
+DEFAULT_TIER = "default"
+EXTENDED_TIER = "extended"
+
+# The facts a finding can rest on, in the order they are shown.
+POLICY, TARGET, BACKEND, DTYPE, ROLE, CALL_PATH = "policy", "keras-target", "backend", "dtype", "role", "call-path"
+FACTS = (POLICY, TARGET, BACKEND, DTYPE, ROLE, CALL_PATH)
+
+
+@dataclass(frozen=True)
+class Premise:
+    fact: str  # one of FACTS
+    value: str  # what mplint takes it to be ("mixed_float16", "keras3", "model output")
+    status: Status
+    evidence: str  # why, in a few words
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fact": self.fact, "value": self.value, "status": self.status.value, "evidence": self.evidence}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Premise":
+        return cls(data["fact"], data["value"], Status(data["status"]), data["evidence"])
+
+    def describe(self) -> str:
+        return f"{self.fact} {self.value}: {self.status.value} ({self.evidence})"
+
+
+def tier_of(premises: tuple[Premise, ...]) -> str:
+    trusted = (Status.PROVED, Status.INFERRED)
+    return DEFAULT_TIER if all(p.status in trusted for p in premises) else EXTENDED_TIER
+
+
+def all_proved(premises: tuple[Premise, ...]) -> bool:
+    return all(p.status is Status.PROVED for p in premises)
+
+
+def unproved_note(premises: tuple[Premise, ...]) -> str:
+    """What a message says about the premises that are not proved (short), or ''."""
+    weak = [p for p in premises if p.status in (Status.ASSUMED, Status.CONFLICTING)]
+    if not weak:
+        return ""
+    return "; ".join(f"{p.fact} {p.status.value}: {p.evidence}" for p in weak)
+
+
 @dataclass(frozen=True, order=True)
 class Location:
     row: int  # 1-based
@@ -130,6 +182,13 @@ class Finding:
     cell: int | None = None  # 1-based notebook cell the rows refer to
     # Which rows of the analysed text the finding spans (for `# noqa`); not reported.
     span_rows: tuple[int, int] = field(default=(0, 0), compare=False)
+    # The facts the finding rests on, with their status (mplint.facts.premises).
+    premises: tuple[Premise, ...] = field(default=(), compare=False)
+
+    @property
+    def tier(self) -> str:
+        """"default" (every premise proved or inferred) or "extended"."""
+        return tier_of(self.premises)
 
     def sort_key(self) -> tuple:
         return (self.filename, self.cell or 0, self.location, self.code, self.message)
@@ -145,6 +204,8 @@ class Finding:
             "end_location": self.end_location.to_json(),
             "fix": self.fix.to_json() if self.fix else None,
             "cell": self.cell,
+            "tier": self.tier,
+            "premises": [p.to_json() for p in self.premises],
         }
 
     def cache_json(self) -> dict[str, Any]:
@@ -166,6 +227,7 @@ class Finding:
             fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
             cell=data.get("cell"),
             span_rows=tuple(data.get("span_rows", (0, 0))),  # type: ignore[arg-type]
+            premises=tuple(Premise.from_json(p) for p in data.get("premises", ())),
         )
 
 

@@ -24,12 +24,14 @@ import libcst as cst
 
 from mplint.analysis.positions import PositionFinder, Span, render
 from mplint.diagnostics import (
+    DEFAULT_TIER,
     INTERNAL_ERROR,
     PARSE_ERROR,
     Edit,
     Finding,
     Fix,
     Location,
+    tier_of,
     Severity,
 )
 from mplint.config import FileSettings  # noqa: F401  (re-exported: engine API)
@@ -148,6 +150,8 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
             outcome.backend = facts.backend.describe()
         except Exception as exc:
             findings.append(_internal_error(doc, filename, "module analysis", exc))
+    if not settings.extended:  # the default tier: findings on proved or inferred premises
+        reports = [r for r in reports if tier_of(r.premises) == DEFAULT_TIER]
     if reports:
         findings.extend(_vetted_findings(doc, module, filename, reports, facts))
     findings.sort(key=Finding.sort_key)
@@ -232,7 +236,8 @@ def _to_findings(doc: Document, module: cst.Module, filename: str, reports: list
                 fix = None
         rows = (doc.row_of(span.start), doc.row_of(max(span.start, span.end - 1)))
         findings.append((report, Finding(
-            report.code, report.name, report.message, report.severity, filename, start, end, fix, cell, rows
+            report.code, report.name, report.message, report.severity, filename, start, end, fix, cell, rows,
+            report.premises,
         )))
     return findings
 

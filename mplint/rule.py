@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 import libcst as cst
 
 from mplint.diagnostics import Applicability, FixAvailability, Severity
+from mplint.facts.premises import TARGET, Premise, Status, all_proved, computed_premise, target_premise, unproved_note
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -103,6 +104,7 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: FixPlan | None
+    premises: tuple[Premise, ...] = ()
 
 
 # -- the base class ----------------------------------------------------------------------
@@ -121,6 +123,11 @@ class Rule:
     # The finding or its fix is written for the file's Keras target (Keras 2 or 3): when
     # the target is only assumed, the fix is unsafe and the message says so.
     depends_on_target: ClassVar[bool] = False
+    # The facts a finding rests on (mplint.facts.premises.FACTS): computed for the place
+    # reported unless the rule states them (`report(..., premises=...)`). They decide the
+    # finding's tier; a fix is safe only where they (and the target, for a fix written for
+    # one Keras) are all proved.
+    premises: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, facts: "ModuleFacts", sink: list[Report]) -> None:
         self.facts = facts
@@ -136,16 +143,33 @@ class Rule:
         message: str,
         fix: FixPlan | None = None,
         severity: Severity | None = None,
+        premises: Sequence[Premise] = (),
     ) -> None:
-        if self.depends_on_target:
-            target = self.facts.target
-            if target.assumed:
-                # Nothing in the code or the project says which Keras it runs on: a fix
-                # written for the guessed one may not run on the other.
-                message = f"{message} ({target.assumption})"
-                if fix is not None:
-                    fix = FixPlan(Applicability.UNSAFE, fix.message, fix.changes)
-        self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix))
+        stated = {p.fact: p for p in premises}
+        found: list[Premise] = []
+        for fact in self.premises:
+            premise = stated.pop(fact, None) or computed_premise(fact, self.facts, node)
+            if premise is not None:
+                found.append(premise)
+        found += stated.values()
+        fix_rests_on = list(found)
+        if self.depends_on_target and not any(p.fact == TARGET for p in found):
+            # The finding holds on either Keras; its fix is written for one of them.
+            target = target_premise(self.facts)
+            fix_rests_on.append(target)
+            if target.status is not Status.PROVED and target.status is not Status.INFERRED:
+                message = f"{message} ({self.facts.target.assumption})" if not target.status is Status.CONFLICTING \
+                    else f"{message} (fix withheld: {target.evidence})"
+            if target.status is Status.CONFLICTING:
+                fix = None
+        elif any(p.fact == TARGET and p.status is Status.CONFLICTING for p in found):
+            fix = None  # no fix written for a Keras the evidence disagrees on
+        note = unproved_note(tuple(found))
+        if note:
+            message = f"{message} ({note})"
+        if fix is not None and fix.applicability is Applicability.SAFE and not all_proved(tuple(fix_rests_on)):
+            fix = FixPlan(Applicability.UNSAFE, fix.message, fix.changes, fix.group)
+        self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix, tuple(found)))
 
     @staticmethod
     def fix(message: str, changes: Sequence[Change], unsafe: bool = False, group: FixGroup | None = None) -> FixPlan:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from mplint.prefilter import has_float16_hazard_literal
+from mplint.float16_literals import has_float16_hazard_literal
 
 MIXED_POLICY_NAMES = frozenset({"mixed_float16", "mixed_bfloat16"})
 HALF_STRINGS = frozenset({"float16", "bfloat16"})

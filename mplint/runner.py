@@ -20,7 +20,8 @@ from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Severity
 from mplint.discovery import Found, PathProblem, discover, virtual_file
 from mplint.gc_pause import paused_gc
 from mplint.prefilter import may_need_parse, mentions_keras, needs_parse, worth_parsing
-from mplint.source import FileTooLarge, SourceError, atomic_write, load_document, read_bytes
+from mplint.documents import load_document
+from mplint.source import FileTooLarge, SourceError, atomic_write, read_bytes
 
 if TYPE_CHECKING:
     from mplint.project.index import ProjectIndex

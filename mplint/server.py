@@ -5,6 +5,9 @@ the imports each time (libcst's alone takes longer than checking one file).
     mplint server status
     mplint server stop
 
+(the commands: mplint.server_command; this module is the server loop, run as
+`python -m mplint.server`.)
+
 Each command the `mplint` entry point hands over (see `mplint.launch`) runs in a child
 forked from the server: the child takes the client's working folder, environment, umask
 and stdin/stdout/stderr (passed as file descriptors, so a terminal is still a terminal),
@@ -24,10 +27,8 @@ import socket
 import sys
 import time
 
-import click
-
-from mplint.launch import server_folder, socket_path
-from mplint.server_trust import SOCKET_UMASK, UntrustedServer, check_folder, check_peer, connect_checked
+from mplint.server_address import socket_path
+from mplint.server_trust import SOCKET_UMASK, UntrustedServer, check_peer, folder_problem
 
 PRELOAD = ("mplint.cli", "mplint.check_command", "mplint.runner", "mplint.engine", "mplint.parsing",
            "mplint.code_scan", "mplint.rule_evidence", "mplint.reporters.text", "mplint.reporters.json_format",
@@ -69,7 +70,7 @@ def serve(idle_minutes: float) -> None:
     stamp = code_stamp()
     path = socket_path()
     folder = os.path.dirname(path)
-    problem = _folder_problem(folder)
+    problem = folder_problem(folder)
     if problem:
         raise SystemExit(problem)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -216,100 +217,6 @@ def _run(argv: list[str]) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return 0
-
-
-# -- the command ----------------------------------------------------------------------
-
-def _folder_problem(folder: str) -> str | None:
-    """Create the server's folder 0700, or accept an existing one only if it is this user's
-    and closed to others; else what is wrong with it."""
-    try:
-        os.makedirs(folder, mode=0o700)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        return f"mplint server: cannot create {folder}: {exc.strerror}"
-    try:
-        check_folder(folder)
-    except UntrustedServer as exc:
-        return f"mplint server: refusing {exc}; remove it or set MPLINT_SERVER_DIR"
-    return None
-
-
-def _ask(message: dict) -> dict | None:
-    """Send a control message to the running server; its reply, or None if none runs.
-    Nothing is sent to a server that fails the checks of `mplint.server_trust`."""
-    path = socket_path()
-    try:
-        connected = connect_checked(path, timeout=5)
-    except UntrustedServer as exc:
-        click.echo(f"mplint: warning: not using the server socket {path}: {exc}", err=True)
-        return None
-    if connected is None:
-        return None
-    connection, _ = connected
-    try:
-        with connection:
-            payload = json.dumps(message).encode()
-            connection.sendall(len(payload).to_bytes(8, "big") + payload)
-            reply = connection.makefile("rb").readline()
-        return json.loads(reply) if reply else None
-    except (OSError, ValueError):
-        return None
-
-
-@click.group("server")
-def server_command() -> None:
-    """Keep mplint loaded in the background, so each `mplint` command starts at once
-    (pre-commit, editors, repeated runs)."""
-
-
-@server_command.command("start")
-@click.option("--idle-minutes", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
-              help="Exit after this long without a command.")
-def start(idle_minutes: float) -> None:
-    """Start the server in the background (if none is running for this mplint)."""
-    import subprocess
-
-    problem = _folder_problem(server_folder())
-    if problem:
-        raise click.ClickException(problem)
-    running = _ask({"status": True})
-    if running is not None:
-        click.echo(f"mplint server already running (pid {running['pid']})")
-        return
-    subprocess.Popen(
-        [sys.executable, "-m", "mplint.server", "--idle-minutes", str(idle_minutes)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        env={k: v for k, v in os.environ.items() if k != "MPLINT_NO_SERVER"},
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        status = _ask({"status": True})
-        if status is not None:
-            click.echo(f"mplint server started (pid {status['pid']}); `mplint server stop` stops it")
-            return
-        time.sleep(0.05)
-    raise click.ClickException("the server did not start")
-
-
-@server_command.command("status")
-def status() -> None:
-    """Say whether a server is running, and how many commands it ran."""
-    reply = _ask({"status": True})
-    if reply is None:
-        click.echo("no mplint server running")
-        raise click.exceptions.Exit(1)
-    click.echo(f"mplint server running (pid {reply['pid']}, {reply['served']} commands run)")
-
-
-@server_command.command("stop")
-def stop() -> None:
-    """Stop the running server."""
-    if _ask({"stop": True}) is None:
-        click.echo("no mplint server running")
-        return
-    click.echo("mplint server stopped")
 
 
 if __name__ == "__main__":

@@ -142,3 +142,19 @@ def is_child_of(pid: int, parent: int | None) -> bool:
         return os.getpgid(pid) == pid  # the server's child leads its own group
     except OSError:
         return False
+
+
+def folder_problem(folder: str) -> str | None:
+    """Create the server's folder 0700, or accept an existing one only if it is this user's
+    and closed to others; else what is wrong with it."""
+    try:
+        os.makedirs(folder, mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return f"mplint server: cannot create {folder}: {exc.strerror}"
+    try:
+        check_folder(folder)
+    except UntrustedServer as exc:
+        return f"mplint server: refusing {exc}; remove it or set MPLINT_SERVER_DIR"
+    return None

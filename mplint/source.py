@@ -84,15 +84,6 @@ class Document:
         return []
 
 
-def load_document(path: str, data: bytes) -> Document:
-    """A file's document: a notebook's code cells, or Python source."""
-    if path.endswith(".ipynb"):
-        from mplint.notebook import decode_notebook
-
-        return decode_notebook(path, data)
-    return decode_python(path, data)
-
-
 def decode_python(path: str, data: bytes) -> Document:
     """Decode a Python file the way the interpreter would, or raise SourceError."""
     if b"\x00" in data[:8192]:

@@ -120,14 +120,37 @@ def untrained_entry_point(facts: "ModuleFacts") -> str | None:
     """"this script" / "this test module" when the module is one and trains nothing."""
     import os
 
+    from mplint.facts.float16_code import is_library_module
+
     name = os.path.basename(facts.path)
     if "__main__" in facts.text or facts.calls_to(_APP_RUN):
         what = "this script"
     elif name.startswith("test_") or name.endswith("_test.py"):
         what = "this test module"
+    elif facts.path.endswith(".ipynb") and _runs_a_model_at_top_level(facts):
+        what = "this notebook"
+    elif not is_library_module(facts.path) and _runs_a_model_at_top_level(facts):
+        what = "this script"  # no `__main__` guard: its top level runs (generates, predicts, exports)
     else:
         return None
     return None if trains_anything(facts) else what
+
+
+_INFERENCE_METHODS = frozenset({"generate", "predict", "predict_on_batch", "export", "save", "save_weights",
+                                "save_to_preset", "convert"})
+
+
+def _runs_a_model_at_top_level(facts: "ModuleFacts") -> bool:
+    """Whether the module's own top level (no function around it) generates, predicts,
+    exports or saves: a script whose program is that, not a module others import."""
+    module = facts.module
+    for call in facts.index.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _INFERENCE_METHODS \
+                and facts.index.enclosing(call, cst.FunctionDef) is None \
+                and facts.index.enclosing(call, cst.ClassDef) is None and facts.index.parent_of(call) is not module:
+            return True
+    return False
 
 
 def under_variable_creator(facts: "ModuleFacts", node: cst.CSTNode) -> bool:

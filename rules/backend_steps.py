@@ -173,6 +173,7 @@ class UnscaledJaxTorchStep(Rule):
     """
 
     code = "MP206"
+    premises = ("backend", "policy")
     name = "unscaled-jax-torch-step"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -497,6 +498,7 @@ class ScaledLossReported(Rule):
     """
 
     code = "MP207"
+    premises = ("policy",)
     name = "scaled-loss-reported"
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES

@@ -57,6 +57,32 @@ def _how_to_scale(facts) -> str:
     return "scale the loss with `scale_loss` inside the tape (`apply_gradients`/`apply` unscale by themselves)"
 
 
+def unkept_condition(facts, step, generation: str | None) -> str | None:
+    """The condition the optimizer is a LossScaleOptimizer under (`if args.amp:` around
+    its wrapper, or around every mixed policy setting for `compile`'s), where it does not
+    also guard the step: an edit that calls the loss-scaling API there would raise on the
+    path that skips it."""
+    from mplint.analysis.guards import condition_text, guard_of
+
+    index = facts.index
+    at_step = {id(test) for test, _ in guard_of(index, step.call)}
+    if generation in ("current", "experimental") and step.optimizer is not None and step.optimizer.wrapper is not None:
+        sources = [step.optimizer.wrapper]
+    elif generation == "compile":
+        settings = [s.call for s in facts.policy.mixed_global_settings]
+        guards = [guard_of(index, call) for call in settings]
+        if not settings or any(not g for g in guards):
+            return None
+        sources = settings[:1]
+    else:
+        return None
+    for node in sources:
+        missing = [(test, negated) for test, negated in guard_of(index, node) if id(test) not in at_step]
+        if missing:
+            return condition_text(facts.module, missing)
+    return None
+
+
 def models_built_before_the_policy(facts, step) -> bool:
     """Whether every model the step's tape runs (`model(x)` on a name bound to a model
     built in this module) was built where no float16 policy was in effect: its layers
@@ -163,6 +189,7 @@ class UnscaledCustomLoop(Rule):
     """
 
     code = "MP201"
+    premises = ("policy",)
     depends_on_target = True
     name = "unscaled-custom-loop"
     severity = Severity.ERROR
@@ -303,6 +330,7 @@ class GradientOfUnscaledLoss(Rule):
     """
 
     code = "MP202"
+    premises = ("policy",)
     depends_on_target = True
     name = "gradient-of-unscaled-loss"
     severity = Severity.ERROR
@@ -352,6 +380,11 @@ class GradientOfUnscaledLoss(Rule):
                     title += f" and clip with the optimizer's `{inner.args[-1].keyword.value}`"  # type: ignore[union-attr]
                     advice += "; " + moved_clip_note(inner)
                     unsafe = True  # the optimizer then clips wherever it is used
+            condition = unkept_condition(facts, step, generation)
+            if condition is not None and changes:
+                # The optimizer scales only under the condition: the edit must keep it.
+                unsafe = True
+                advice += f"; the optimizer is a LossScaleOptimizer only if `{condition}`: keep that condition"
             self.report(
                 step.call,
                 f"gradient of the unscaled loss: {why}; {advice}",
@@ -394,6 +427,7 @@ class GradientsNotUnscaled(Rule):
     """
 
     code = "MP203"
+    premises = ("keras-target",)
     depends_on_target = True
     name = "gradients-not-unscaled"
     severity = Severity.ERROR
@@ -414,11 +448,17 @@ class GradientsNotUnscaled(Rule):
                 continue  # not a LossScaleOptimizer at all: MP201 reports (and fixes) the loop
             assert scaling.call is not None and isinstance(scaling.call.func, cst.Attribute)
             receiver = code(facts, scaling.call.func.value)
+            from mplint.analysis.guards import guard_of
+
+            at_step = {id(test) for test, _ in guard_of(facts.index, step.call)}
+            missing = [g for g in guard_of(facts.index, scaling.call) if id(g[0]) not in at_step]
             self.report(
                 step.call,
                 f"gradients of the scaled loss reach `{code(facts, step.apply.func)}` without "  # type: ignore[union-attr]
                 f"`{receiver}.get_unscaled_gradients`: Keras 2 applies them multiplied by the loss scale",
-                fix=self.fix(f"Unscale with `{receiver}.get_unscaled_gradients`", unscale_gradients(facts, step, receiver)),
+                # Scaled only `if amp:`: unscaling unconditionally would break the other path.
+                fix=self.fix(f"Unscale with `{receiver}.get_unscaled_gradients`", unscale_gradients(facts, step, receiver),
+                             unsafe=bool(missing)),
             )
 
 
@@ -513,6 +553,7 @@ class LossScalingWithBfloat16(Rule):
     """
 
     code = "MP205"
+    premises = ("policy",)
     name = "loss-scaling-with-bfloat16"
     severity = Severity.INFO
     fix_availability = FixAvailability.SOMETIMES

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import os
+
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, positional, string_value, with_keyword, without_arg
@@ -14,6 +16,7 @@ from mplint.analysis.removal import remove_statement, side_effect_free
 from mplint.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
+from mplint.facts.target import KERAS2, KERAS3, object_keras, project_pins, project_root
 from mplint.facts.training import (
     GRAPH_REWRITE,
     LSO_CURRENT,
@@ -237,6 +240,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     """
 
     code = "MP401"
+    premises = ("keras-target",)
     depends_on_target = True
     name = "experimental-mixed-precision-api"
     severity = Severity.ERROR
@@ -759,6 +763,7 @@ class GraphRewriteApi(MigrationRule):
     """
 
     code = "MP403"
+    premises = ("keras-target",)
     depends_on_target = True
     name = "graph-rewrite-api"
     severity = Severity.ERROR
@@ -780,6 +785,10 @@ class GraphRewriteApi(MigrationRule):
         optimizer = arg_value(call, 0, "opt")
         family = optimizer_family(facts, optimizer)
         if family == V1 or (family is None and is_tf1_graph_code(facts)):
+            root = project_root(os.path.dirname(os.path.abspath(facts.path)))
+            pinned = project_pins(root)
+            if pinned is not None and pinned.tf1:
+                return  # the project runs TF 1.x, whose mixed-precision API this is: nothing to change there
             self.report(call, _tf1_rewrite_message(spelled, compat, family), severity=Severity.INFO)
             return
         if not compat and facts.target.before_stable_api:
@@ -1050,6 +1059,7 @@ class LossScaleApiMismatch(MigrationRule):
     """
 
     code = "MP404"
+    premises = ("keras-target",)
     depends_on_target = True
     name = "loss-scale-api-mismatch"
     severity = Severity.ERROR
@@ -1100,8 +1110,17 @@ class LossScaleApiMismatch(MigrationRule):
                             return True
         return False
 
+    def _object_keras(self, info) -> str | None:
+        """The Keras the optimizer's class comes from (mplint.facts.target.object_keras)."""
+        wrapper = getattr(info, "wrapper", None)
+        if wrapper is None:
+            return None
+        return object_keras(self.facts.names.raw(wrapper.func), self.facts.imports.imported_modules)
+
     def _keras2_method_call(self, loops: TrainingLoops, call: cst.Call) -> bool:
         method = call.func.attr.value  # type: ignore[union-attr]
+        if self._object_keras(loops.optimizer(call.func.value, call)) == KERAS2:  # type: ignore[union-attr]
+            return False  # a tf_keras LossScaleOptimizer: its Keras 2 methods are right
         if loops.optimizer(call.func.value, call).generation in ("experimental", "graph_rewrite"):  # type: ignore[union-attr]
             # the TF 2.1-2.8 experimental LossScaleOptimizer (also what TF 2.x's graph
             # rewrite returns for a Keras optimizer) has these methods: MP401/MP403 report
@@ -1204,6 +1223,8 @@ class LossScaleApiMismatch(MigrationRule):
         applied_by_it = step is not None and step.receiver is not None and code(facts, step.receiver) == code(facts, receiver)
         if info.origin == "unknown" and not applied_by_it:
             return  # `scale_loss` of something that may not be an optimizer at all
+        if self._object_keras(info) == KERAS3:
+            return  # the optimizer's own module makes it a Keras 3 one: `scale_loss` is right
         message = "Keras 2 LossScaleOptimizers have no `scale_loss` (AttributeError): use `get_scaled_loss` and unscale the gradients with `get_unscaled_gradients`"
         fix = None
         if step is not None and step.kind == "tape":

@@ -16,7 +16,7 @@ import libcst as cst
 from mplint.analysis.calls import arg_value, callee_name, string_value
 from mplint.analysis.values import literal_number
 from mplint.diagnostics import FixAvailability, Severity
-from mplint.prefilter import has_float16_hazard_literal, is_float16_hazard
+from mplint.float16_literals import has_float16_hazard_literal, is_float16_hazard
 from mplint.rule import Replace, Rule
 
 from mplint.facts.float16_numbers import SAFE_EPSILON_TEXT, overflows, rounds_to_zero, spell
@@ -196,6 +196,53 @@ def _fill_reaches_hazard(facts, fill: cst.Call, depth: int = 0) -> bool:
         return True  # a use this walk does not follow: keep reporting
 
 
+_RANKING_CALLS = ("top_k", "sort", "reduce_max", "max", "amax", "kthvalue")
+
+
+def _keeps_an_entry_per_row(facts, where: cst.Call) -> bool:
+    """`where(logits < kth_largest(logits), -1e9, logits)`: the condition compares a
+    tensor with a value ranked from that same tensor (`top_k`, `sort`, `max`), so every row
+    keeps at least its largest entry and -inf never fills a whole row."""
+    condition = arg_value(where, 0, "condition")
+    if not isinstance(condition, cst.Comparison) or len(condition.comparisons) != 1:
+        return False
+    module = facts.module
+    sides = (condition.left, condition.comparisons[0].comparator)
+    for side, other in ((sides[0], sides[1]), (sides[1], sides[0])):
+        other_code = module.code_for_node(other).strip()
+        for source in _ranked_sources(facts, side):
+            argument = arg_value(source, 0, "x", "input", "a")
+            if argument is not None and module.code_for_node(argument).strip() == other_code:
+                return True
+    return False
+
+
+def _ranked_sources(facts, expr: cst.BaseExpression, depth: int = 0) -> list[cst.Call]:
+    """The ranking calls (`top_k(x)`, `sort(x)`) an expression is read from."""
+    if depth > 4:
+        return []
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if isinstance(expr, cst.Call):
+        name = (facts.qualified(expr.func) or callee_name(expr) or "").rsplit(".", 1)[-1]
+        return [expr] if name in _RANKING_CALLS else []
+    if isinstance(expr, cst.Name):
+        values = list(facts.bindings.values_visible(expr, facts.index))
+        scope = facts.index.enclosing(expr, cst.FunctionDef)
+        if not values and scope is not None:  # `values, _ = top_k(x, k)`: unpacked from the call
+            for assign in facts.index.descendants(scope):
+                if isinstance(assign, cst.Assign) and any(
+                        isinstance(t.target, (cst.Tuple, cst.List)) and any(
+                            isinstance(e.value, cst.Name) and e.value.value == expr.value for e in t.target.elements)
+                        for t in assign.targets):
+                    values.append(assign.value)
+        found = []
+        for value in values:
+            found += _ranked_sources(facts, value, depth + 1)
+        return found
+    return []
+
+
 def _name_reaches_hazard(facts, assign: cst.Assign, name: str, depth: int) -> bool:
     index = facts.index
     function = index.enclosing(assign, cst.FunctionDef)
@@ -278,6 +325,7 @@ class Float16OverflowConstant(Rule):
     """
 
     code = "MP501"
+    premises = ("policy",)
     name = "float16-overflow-constant"
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES
@@ -341,6 +389,8 @@ class Float16OverflowConstant(Rule):
                         continue  # where(c, -1e9, 0.0) builds a float32 tensor
                     if not _fill_reaches_hazard(facts, call):
                         continue  # the filled tensor only goes into a call whose use of -inf is unknown
+                    if _keeps_an_entry_per_row(facts, call):
+                        continue  # top-k: every row keeps finite values, a softmax over it is finite
                     yield constant, code.region_of(call), code.tensor_name(other), True  # type: ignore[misc]
             elif qualified in FULL_LIKE:
                 fill_value = arg_value(call, 1, "fill_value")
@@ -448,6 +498,7 @@ class Float16UnderflowEpsilon(Rule):
     """
 
     code = "MP502"
+    premises = ("policy",)
     name = "float16-underflow-epsilon"
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES
@@ -644,6 +695,7 @@ class Float16InputPipeline(Rule):
     """
 
     code = "MP503"
+    premises = ()  # the float16 is the code's own cast, whatever the policy
     name = "float16-input-pipeline"
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES

@@ -140,6 +140,9 @@ class Float16Variables(Rule):
         if setting.kind == "floatx":
             if under_variable_creator(self.facts, setting.call):
                 return  # the creator decides the variables' dtype (float32 masters, cast to float16)
+            if any(s.is_mixed and self.facts.index.before(setting.call, s.call)
+                   for s in self.facts.policy.mixed_global_settings):
+                return  # a mixed policy set afterwards decides the layers' dtypes: float32 variables
             untrained = self._untrained()
             self.report(
                 setting.call,
@@ -293,6 +296,7 @@ class Float16ModelOutput(Rule):
     """
 
     code = "MP101"
+    premises = ("policy",)
     name = "float16-model-output"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -383,6 +387,7 @@ class PolicySetAfterLayers(Rule):
     """
 
     code = "MP102"
+    premises = ("policy",)
     name = "policy-set-after-layers"
     severity = Severity.WARNING
     fix_availability = FixAvailability.NONE

@@ -284,6 +284,7 @@ class _TensorCoreRule(Rule):
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES
     requires_mixed_policy = True
+    premises = ("policy",)
 
     def check(self) -> None:
         findings = self.facts.analysis(TensorCoreFindings)

@@ -88,6 +88,7 @@ async def client(lsp_client: LanguageClient):
 @pytest.mark.asyncio
 async def test_the_editor_offers_no_quick_fix_for_a_withheld_fix(client: LanguageClient, tmp_path: Path):
     path = tmp_path / "train.py"
+    (tmp_path / "mplint.toml").write_text("extended = true\n", encoding="utf-8")  # its target is assumed
     text = WITHHELD.read_text(encoding="utf-8")
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()

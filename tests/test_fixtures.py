@@ -7,7 +7,7 @@ import pytest
 from mplint.codes import RULES
 from mplint.engine import check_document, lint
 from mplint.prefilter import worth_parsing
-from mplint.source import load_document
+from mplint.documents import load_document
 from tests.fixture_cases import Case, cases, format_finding, update_requested
 
 ALL_CASES = cases()

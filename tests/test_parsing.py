@@ -86,7 +86,7 @@ def test_other_shapes_parse_like_libcst(small_chunks, text):
 
 @pytest.mark.parametrize("case", cases(), ids=lambda c: c.id)
 def test_every_fixture_parses_like_libcst(small_chunks, case):
-    from mplint.source import load_document
+    from mplint.documents import load_document
 
     doc = load_document(str(case.input), case.input.read_bytes())
     _same_tree(doc.text)

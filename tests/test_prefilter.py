@@ -56,7 +56,7 @@ def _findings(text: str, assume: str | None = None) -> list:
     """Every rule, both Keras targets: what the engine reports on `text`."""
     from mplint.codes import all_codes
     from mplint.engine import FileSettings, lint
-    from mplint.source import load_document
+    from mplint.documents import load_document
 
     # a module of a package (library code: its layers run under its users' policies)
     doc = load_document("src/module.py", text.encode())

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from mplint.codes import all_codes
 from mplint.config import FileSettings
 from mplint.engine import check_document
-from mplint.source import load_document
+from mplint.documents import load_document
 from tests.fixture_cases import cases
 
 ALL = frozenset(all_codes())

@@ -390,15 +390,21 @@ def test_an_assumed_target_makes_its_fixes_unsafe_and_says_so(cli, project, inst
     project_pins.cache_clear()
     project_root.cache_clear()
     write(project / "train.py", ASSUMED_LOOP)
-    findings = json.loads(cli(["--no-cache", "--output-format", "json", "train.py"], cwd=project).stdout)
+    assert json.loads(cli(["--no-cache", "--output-format", "json", "train.py"], cwd=project).stdout) == [], \
+        "an assumed target: the extended tier only"
+    findings = json.loads(cli(["--no-cache", "--extended", "--output-format", "json", "train.py"], cwd=project).stdout)
     assert {f["code"] for f in findings} == {"MP404"}
     for finding in findings:
-        assert "the target is assumed to be Keras 3 (installed tensorflow 2.21.0 (Keras 3))" in finding["message"]
+        assert "keras-target assumed: installed tensorflow 2.21.0 (Keras 3)" in finding["message"]
         assert finding["fix"] is None or finding["fix"]["applicability"] == "unsafe"
     write(project / "requirements.txt", "tensorflow==2.21.0\n")
     project_pins.cache_clear()
     findings = json.loads(cli(["--no-cache", "--output-format", "json", "train.py"], cwd=project).stdout)
-    assert all("assumed" not in f["message"] for f in findings)
+    assert findings and all("assumed" not in f["message"] and f["tier"] == "default" for f in findings)
+    # pins infer the target: the findings are in the default tier, their fixes unsafe until it is proved
+    assert all(f["fix"] is None or f["fix"]["applicability"] == "unsafe" for f in findings)
+    write(project / "mplint.toml", 'target = "keras3"\n')
+    findings = json.loads(cli(["--no-cache", "--output-format", "json", "train.py"], cwd=project).stdout)
     assert any(f["fix"] and f["fix"]["applicability"] == "safe" for f in findings)
 
 

@@ -14,12 +14,13 @@ also assigned locally to something else is not treated as the import.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Any
 
 import libcst as cst
 
-if TYPE_CHECKING:
-    from mplint.facts.project_context import ProjectContext
+# What the module facts hand in (a mplint.facts.project_context.ProjectContext): the
+# analysis layer does not import the facts above it.
+ProjectContext = Any
 
 # Spellings of the Keras package, longest first.
 _KERAS_PREFIXES = (

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Union
 
 import libcst as cst
 
@@ -42,8 +42,14 @@ from mplint.analysis.names import dotted_name
 
 if TYPE_CHECKING:
     from mplint.analysis.names import NameResolver
-    from mplint.facts.call_graph import CallGraph
-    from mplint.facts.project_context import ExternalValue, ProjectContext
+
+# The analysis layer sits below the facts: it sees the project (a
+# mplint.facts.project_context.ProjectContext), the call graph (mplint.facts.call_graph)
+# and the values other modules give (ExternalValue) only through what the module facts
+# hand it, typed here without importing them.
+ProjectContext = Any
+CallGraph = Any
+ExternalValue = Any
 
 Number = Union[int, float]
 

@@ -37,14 +37,15 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, string_value
 
-if TYPE_CHECKING:
-    from mplint.facts.module import ModuleFacts
+# ModuleFacts (mplint.facts.module) builds this fact and hands itself in: its type is
+# named, not imported, so that module.py -> this module is the only import between them.
+ModuleFacts = Any
 
 TENSORFLOW, JAX, TORCH = "tensorflow", "jax", "torch"
 BACKENDS = (TENSORFLOW, JAX, TORCH, "numpy", "openvino")

@@ -27,15 +27,16 @@ Entry points that nothing in the module calls:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import libcst as cst
 
 from mplint.analysis.names import dotted_name
 from mplint.facts.test_modules import is_test_file
 
-if TYPE_CHECKING:
-    from mplint.facts.module import ModuleFacts
+# ModuleFacts (mplint.facts.module) builds this fact and hands itself in: its type is
+# named, not imported, so that module.py -> this module is the only import between them.
+ModuleFacts = Any
 
 _UNITTEST_SETUP = ("setUpClass", "setUp")
 _PYTEST_SETUP_FUNCTION = ("setup_module", "setup_function")

@@ -67,6 +67,8 @@ class External:
     # calls may be called then (`from model import build` in a script that sets the
     # policy and hands `build` to an interactive session or a framework).
     after: frozenset = frozenset()
+    # The modules whose code brings a mixed policy here (for `-v` and premises).
+    carriers: set = field(default_factory=set)
 
 
 def solve(

@@ -776,6 +776,10 @@ class ModelGraph:
         """Whether the model built by `node` (a call) is used as a part of another model."""
         if depth > 3:
             return False
+        if self.is_layer_or_model_class(self.index.class_of(node)):
+            # Built in a Layer's or Model's own code (an attribute, a list of blocks, a
+            # comprehension): Keras tracks it as a sublayer, its output feeds the owner.
+            return True
         parent = self.index.parent_of(node)
         if isinstance(parent, cst.Call) and parent.func is node:
             return any(self.is_symbolic(a.value) for a in parent.args)  # `Sequential([...])(x)`

@@ -20,15 +20,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, has_star_args, string_value
 
 if TYPE_CHECKING:
-    from mplint.facts.module import ModuleFacts
     from mplint.facts.policy_flow import PolicyFlow
+
+# ModuleFacts (mplint.facts.module) builds this fact and hands itself in: its type is
+# named, not imported, so that module.py -> this module is the only import between them.
+ModuleFacts = Any
 
 # Canonical names (see mplint.analysis.names.canonical). Internal module paths
 # (`tensorflow.python.keras.mixed_precision.experimental.policy.set_policy`,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import libcst as cst
 
@@ -38,8 +38,12 @@ from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlo
 
 if TYPE_CHECKING:
     from mplint.facts.call_graph import CallGraph
-    from mplint.facts.module import ModuleFacts
-    from mplint.facts.policy import PolicyFacts
+
+# ModuleFacts (mplint.facts.module) and PolicyFacts (mplint.facts.policy) build this fact
+# and hand themselves in: their types are named, not imported, so that the imports run
+# one way only (module -> policy -> policy_flow).
+ModuleFacts = Any
+PolicyFacts = Any
 
 # Statements whose blocks run only sometimes (or several times).
 _CONDITIONAL_PARENTS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler,
@@ -61,6 +65,18 @@ def _imported_module_names(node: cst.Import | cst.ImportFrom) -> list[str]:
         found += [f"{module}{separator}{alias.name.value}" for alias in node.names
                   if isinstance(alias.name, cst.Name)]
     return found
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    if not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
+    strings = [s for s in sides if isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__"]
+    return len(names) == 1 and len(strings) == 1
 
 
 @dataclass(frozen=True)
@@ -121,7 +137,7 @@ class PolicyFlow:
     def summary(self) -> ModuleFlow:
         """The module's flow as data: what the project index keeps of it."""
         graph = self.graph
-        flow = ModuleFlow(exit=self.exit_of(self.index.module), changes_policy=self.changes_policy)
+        flow = ModuleFlow(exit=self.import_exit(), changes_policy=self.changes_policy)
         for function in graph.functions:
             flow.functions[graph.key_of(function)] = self._function_flow(function)
         for classdef in graph.classes:
@@ -269,6 +285,27 @@ class PolicyFlow:
         result = self._state_before(None, scope)
         self._exits[key] = result
         return result
+
+    def import_exit(self) -> frozenset[str]:
+        """The symbolic state after the module is imported: what an importer runs under.
+        Code under `if __name__ == "__main__":` runs only when the module is the program,
+        never on import, so its settings do not count here."""
+        module = self.index.module
+        events = self._events.get(id(module), [])
+        kept = [e for e in events if not self._under_main_guard(e.node)]
+        if len(kept) == len(events):
+            return self.exit_of(module)
+        self._events[id(module)] = kept
+        try:
+            return self._state_before(None, module)
+        finally:
+            self._events[id(module)] = events
+
+    def _under_main_guard(self, node: cst.CSTNode) -> bool:
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, cst.If) and _is_main_test(ancestor.test):
+                return True
+        return False
 
     def _state_before(self, node: cst.CSTNode | None, scope: cst.CSTNode) -> frozenset[str]:
         index = self.index

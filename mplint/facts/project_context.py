@@ -78,6 +78,10 @@ class ProjectContext(Protocol):
         """Whether any file of the project names a mixed-precision API or policy (its
         code, tests, examples): a library that never does is not used so by itself."""
 
+    def mentions_float16(self) -> bool:
+        """Whether any file of the project names the float16 side of mixed precision
+        (`mixed_float16`, `float16`, a LossScaleOptimizer), not only bfloat16."""
+
     def importers(self) -> tuple[str, ...]:
         """The project's modules (tests aside) that import this one: code at this
         module's top runs in their programs too."""

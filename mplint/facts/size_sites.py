@@ -499,9 +499,36 @@ class TensorCoreSites:
             elif kind == "MultiHeadAttention":
                 sites.extend(self._multi_head_attention(call))
             elif kind == "Embedding":
+                role = self.embedding_role(call)
+                if role == "pretrained":
+                    continue  # its shape is the checkpoint's: a resize breaks loading
                 for position, keyword, note in ((0, "input_dim", "the vocabulary size"), (1, "output_dim", "")):
+                    if keyword == "input_dim" and role == "positional":
+                        continue  # a table of positions, read by a gather: no matmul is that wide
                     sites.extend(self._simple(MP304, call, position, keyword, LINEAR, note))
         return sites
+
+    def embedding_role(self, call: cst.Call) -> str | None:
+        """"pretrained" for an Embedding given its weights (`weights=`, a constant
+        initializer, `trainable=False`), "positional" for a table of positions (named
+        so, or looked up with a range of ids), else None (a vocabulary)."""
+        if arg_value(call, None, "weights") is not None:
+            return "pretrained"
+        trainable = arg_value(call, None, "trainable")
+        if isinstance(trainable, cst.Name) and trainable.value == "False":
+            return "pretrained"
+        initializer = arg_value(call, None, "embeddings_initializer")
+        if initializer is not None and not isinstance(initializer, (cst.SimpleString, cst.ConcatenatedString)):
+            qualified = self.facts.qualified(initializer.func if isinstance(initializer, cst.Call) else initializer) or ""
+            if qualified.rsplit(".", 1)[-1] in ("Constant", "constant") or not qualified.startswith(("keras.", "tensorflow.")):
+                return "pretrained"
+        names = [string_value(arg_value(call, None, "name")) or ""]
+        parent = self.index.parent_of(call)
+        if isinstance(parent, cst.Assign):
+            names += [self.facts.module.code_for_node(t.target) for t in parent.targets]
+        if any(re.search(r"pos(ition)?(al)?(_|\b|[A-Z])", name, re.I) for name in names if name):
+            return "positional"
+        return None
 
     @cached_property
     def batch_sites(self) -> list[SizeSite]:

@@ -25,7 +25,7 @@ from mplint.facts.entries import FunctionFlow, ModuleFlow
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 _LITERALS = (int, float, str, bool, type(None))
 
 

@@ -78,6 +78,13 @@ class Target:
     # The evidence says TensorFlow older than 2.4, which has only the experimental
     # mixed-precision API (a TF 2.2 image, `tensorflow==2.3.*`).
     before_stable_api: bool = False
+    # Which kind of evidence decided it (mplint.facts.premises rates each): "config",
+    # "file", "project", "pins", "container", "era", "environment" or "default".
+    source: str = ""
+    # Evidence in the file for the other Keras ("it calls the Keras-3-only `scale_loss`").
+    conflict: str | None = None
+    # The project's own pins or image say TensorFlow 1.x: TF 1.x APIs are its current ones.
+    tf1: bool = False
 
     @property
     def assumption(self) -> str:
@@ -107,6 +114,9 @@ _KERAS2_ERA_NAMES = (
     ("keras.layers.experimental.preprocessing", "`keras.layers.experimental.preprocessing` (TF 2.3-2.15)"),
     ("keras.wrappers.scikit_learn", "`keras.wrappers.scikit_learn`"),
     ("official.vision.beta", "Model Garden's `official.vision.beta` (tf-models-official before 2.15)"),
+    # tf-keras 2.21 has `optimizers.experimental` (AdamW among them); Keras 3.15 and TF 2.21's tf.keras have none.
+    ("keras.optimizers.experimental", "`optimizers.experimental` (TF 2.9-2.15, tf-keras; AttributeError on Keras 3)"),
+    ("keras.optimizers.legacy", "`optimizers.legacy` (TF 2.11-2.15, tf-keras)"),
 )
 _KERAS2_ERA_TEXT = re.compile(
     r"(?P<run_v2>\.experimental_run_v2\()|(?P<aggregate>\b_HAS_AGGREGATE_GRAD\b)"
@@ -185,42 +195,100 @@ def decide_target(
     project: Target | None = None,
     notebook: dict | None = None,
 ) -> Target:
-    if configured in (KERAS2, KERAS3):
-        return Target(configured, "set by --target/config")
-    if sets_legacy_keras(text):
-        return Target(KERAS2, "the file sets TF_USE_LEGACY_KERAS")
+    """The file's target, with the kind of evidence that decided it and any evidence in
+    the file for the other Keras."""
+    target, source = _decide_target(configured, text, imported_modules, used_names, path, project, notebook)
+    target = replace(target, source=source)
+    if source != "config":
+        conflict = conflicting_evidence(target.keras, text, imported_modules, used_names)
+        if conflict is not None:
+            target = replace(target, conflict=conflict)
+    return target
+
+
+def object_keras(raw_origin: str | None, imported_modules: set[str]) -> str | None:
+    """Which Keras an object is, from the module its class comes from (as imported, not
+    canonicalised): `tf_keras.*` is Keras 2; standalone `keras.*` is Keras 3 in a file that
+    also imports `tf_keras` (the two then name different packages). None: its module does
+    not say (`tf.keras` follows TF_USE_LEGACY_KERAS; plain `keras` alone may be either)."""
+    if raw_origin is None:
+        return None
+    if raw_origin == "tf_keras" or raw_origin.startswith("tf_keras."):
+        return KERAS2
+    if raw_origin.startswith("keras.") and any(m == "tf_keras" or m.startswith("tf_keras.") for m in imported_modules):
+        return KERAS3
+    if raw_origin.startswith("keras_core."):
+        return KERAS3
+    return None
+
+
+_KERAS3_ONLY_METHODS = re.compile(r"\.(?P<name>scale_loss|stateless_apply|stateless_call)\(")
+
+
+def conflicting_evidence(keras: str, text: str, imported_modules: set[str], used_names: set[str]) -> str | None:
+    """Evidence in the file for the other Keras than `keras`: the file then runs on one of
+    them only, and which one the decision cannot tell (no safe fix rests on it)."""
+    if keras == KERAS2:
+        name = next((n for n in sorted(used_names) if n.startswith(KERAS3_ONLY_PREFIXES)), None)
+        if name is not None:
+            return f"the file also uses Keras-3-only `{name}`"
+        match = _KERAS3_ONLY_METHODS.search(text)
+        if match is not None:
+            return f"the file also calls `{match['name']}`, which only Keras 3 has"
+        return None
+    era = keras2_era_evidence(text, used_names | set(imported_modules))
+    if era is not None and not era.reason.startswith("the file checks"):
+        return f"the file also has {era.reason[0].lower()}{era.reason[1:]}"
     if any(m == "tf_keras" or m.startswith("tf_keras.") for m in imported_modules):
-        return Target(KERAS2, "the file imports tf_keras")
+        return "the file also imports tf_keras (Keras 2)"
+    return None
+
+
+def _decide_target(
+    configured: str,
+    text: str,
+    imported_modules: set[str],
+    used_names: set[str],
+    path: str,
+    project: Target | None = None,
+    notebook: dict | None = None,
+) -> tuple[Target, str]:
+    if configured in (KERAS2, KERAS3):
+        return Target(configured, "set by --target/config"), "config"
+    if sets_legacy_keras(text):
+        return Target(KERAS2, "the file sets TF_USE_LEGACY_KERAS"), "file"
+    if any(m == "tf_keras" or m.startswith("tf_keras.") for m in imported_modules):
+        return Target(KERAS2, "the file imports tf_keras"), "file"
     if any(m == "keras_core" or m.startswith("keras_core.") for m in imported_modules):
-        return Target(KERAS3, "the file imports keras_core (Keras 3's preview)")
+        return Target(KERAS3, "the file imports keras_core (Keras 3's preview)"), "file"
     tf1 = next((n for n in sorted(used_names) if n in TF1_ONLY_NAMES or n.startswith(TF1_ONLY_PREFIXES)
                 or _TF1_OPTIMIZER.match(n)), None)
     if tf1 is not None:
-        return Target(KERAS2, f"the file uses TF 1.x-only `{tf1}`", before_stable_api=True)
+        return Target(KERAS2, f"the file uses TF 1.x-only `{tf1}`", before_stable_api=True), "file"
     if notebook is not None:
         ran_on = notebook_target(notebook)
         if ran_on is not None:
-            return ran_on
+            return ran_on, "file"
     if any(m == "keras" or m.startswith("keras.") for m in imported_modules):
         for name in used_names:
             if name.startswith(KERAS3_ONLY_PREFIXES):
-                return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}")
+                return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}"), "file"
     folder = os.path.dirname(os.path.abspath(path))
     root = project_root(folder)
     pinned = project_pins(root) or nearest_container_target(folder, root)
     if project is not None:
         if pinned is not None and pinned.keras == project.keras and pinned.before_stable_api:
-            return replace(project, reason=f"{project.reason}; {pinned.reason}", before_stable_api=True)
-        return project
+            return replace(project, reason=f"{project.reason}; {pinned.reason}", before_stable_api=True), "project"
+        return project, "project"
     if pinned is not None:
-        return pinned
+        return pinned, "pins"
     era = keras2_era_evidence(text, used_names | set(imported_modules))
     if era is not None:
-        return era
+        return era, "era"
     installed = installed_target()
     if installed is not None:
-        return Target(installed.keras, installed.reason, assumed=True)
-    return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)", assumed=True)
+        return Target(installed.keras, installed.reason, assumed=True), "environment"
+    return Target(KERAS3, "default (no pins, no TensorFlow/Keras installed)", assumed=True), "default"
 
 
 _FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M | re.I)
@@ -542,6 +610,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
             found += [(line.strip(), "setup.cfg") for line in requires.splitlines() if line.strip()]
         except (configparser.Error, UnicodeDecodeError):
             pass
+    found += _install_script_lines(root)
     setup_py = os.path.join(root, "setup.py")
     if os.path.isfile(setup_py):
         try:
@@ -551,6 +620,37 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
                 found.append((match.group(1), "setup.py"))
         except OSError:
             pass
+    return found
+
+
+# `pip install tensorflow==2.3.1` in a set-up script or CI step; `- tensorflow=2.3` in a
+# conda environment file (conda's single `=`).
+_INSTALL_PIN = re.compile(r"(?<![\w.-])(tensorflow(?:-gpu|-cpu)?|tf-keras|tf_keras|keras)\s*(==|>=|<=|~=|=(?!=)|<|>)\s*(\d[\w.*]*)")
+_INSTALL_LINE = re.compile(r"pip3?\s+install|^\s*-\s|^\s*deps\s*=|^\s+\S", re.M)
+
+
+def _install_script_lines(root: str) -> list[tuple[str, str]]:
+    """Pins in the places a project installs its TensorFlow outside its package metadata:
+    set-up scripts at the root (`*.sh`), conda's `environment.yml`, `tox.ini` and CI
+    workflows (`.github/workflows/*.yml`)."""
+    paths = [os.path.join(root, n) for n in sorted(os.listdir(root))
+             if n.endswith(".sh") or n in ("environment.yml", "environment.yaml", "tox.ini")]
+    workflows = os.path.join(root, ".github", "workflows")
+    if os.path.isdir(workflows):
+        paths += [os.path.join(workflows, n) for n in sorted(os.listdir(workflows)) if n.endswith((".yml", ".yaml"))]
+    found = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(200_000)
+        except OSError:
+            continue
+        name = os.path.relpath(path, root)
+        for line in text.splitlines():
+            if line.lstrip().startswith("#") or not _INSTALL_LINE.search(line):
+                continue
+            for package, operator, version in _INSTALL_PIN.findall(line):
+                found.append((f"{package}{'==' if operator == '=' else operator}{version}", name))
     return found
 
 
@@ -625,6 +725,10 @@ _COMPANIONS = {
 }
 
 
+# KerasCV 0.8.0 was its first release on Keras 3; every earlier one needs tf.keras (Keras 2).
+_KERAS_CV_VERSIONS = tuple(f"0.{minor}.{patch}" for minor in range(1, 10) for patch in range(0, 4))
+
+
 def _decided_by_pins(requirements: list) -> Target | None:
     return _decided_by(requirements, companions=False) or _decided_by(requirements, companions=True)
 
@@ -640,6 +744,11 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
         if companions:
             if name == "tensorflow-addons":
                 return Target(KERAS2, f"{source} requires {line} (TensorFlow Addons supports Keras 2 only)")
+            if name == "keras-cv":
+                admitted = list(spec.filter(_KERAS_CV_VERSIONS, prereleases=True))
+                if admitted and all(_major_minor(v) < (0, 8) for v in admitted):
+                    return Target(KERAS2, f"{source} pins {line} (KerasCV before 0.8 runs on Keras 2 only)")
+                continue
             to_tf = _COMPANIONS.get(name)
             if to_tf is None:
                 continue
@@ -657,7 +766,9 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
             old, new = _eras(spec, _TF_VERSIONS, (2, 16))
             if old and not new:
                 before, since = _eras(spec, _TF_VERSIONS, (2, 4))
-                return Target(KERAS2, f"{source} pins {line} (Keras 2 era)", before_stable_api=before and not since)
+                tf1, tf2 = _eras(spec, _TF_VERSIONS, (2, 0))
+                return Target(KERAS2, f"{source} pins {line} (Keras 2 era)", before_stable_api=before and not since,
+                              tf1=tf1 and not tf2)
             if new and not old:
                 return Target(KERAS3, f"{source} pins {line} (Keras 3 era)")
         elif name == "keras":

@@ -27,12 +27,13 @@ unreadable folders are noted (`notes`).
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from mplint.facts.entries import ENTRY, External, module_entry, solve, substitute
 from mplint.facts.project_context import ExternalOptimizer, ExternalValue
 from mplint.project.layout import module_name, project_files, project_root
-from mplint.project.scan import FileScan, scan_text
+from mplint.project.scan import FileScan, code_only, scan_text
 from mplint.project.store import Store
 
 if TYPE_CHECKING:
@@ -177,7 +178,8 @@ class ProjectIndex:
             return None
 
     def _decode(self, path: str, data: bytes) -> str | None:
-        from mplint.source import SourceError, load_document
+        from mplint.documents import load_document
+        from mplint.source import SourceError
 
         try:
             return load_document(path, data).text
@@ -598,11 +600,20 @@ class ProjectIndex:
                 concrete = substitute(state, caller_entry)
                 bucket = external.constructions if target[2] == "class" else external.sites
                 bucket[target[1]] = bucket.get(target[1], frozenset()) | concrete
+                if any(n.startswith("mixed_") for n in concrete):
+                    external.carriers.add(caller_module)
             if module in self.imports_of(caller_module):
-                external.after |= substitute(flow.exit, entry)
+                after = substitute(flow.exit, entry)
+                external.after |= after
+                if any(n.startswith("mixed_") for n in after):
+                    external.carriers.add(caller_module)
         found = external if (external.sites or external.constructions or external.after) else None
         self._externals[module] = found
         return found
+
+    def mentions_float16(self) -> bool:
+        """Whether any file of the project names float16 mixed precision (not only bfloat16)."""
+        return any(self.scan(path).float16 for path in self.paths)
 
     def mentions_mixed_precision(self) -> bool:
         """Whether any file of the project names a mixed-precision API or policy."""
@@ -618,20 +629,36 @@ class ProjectIndex:
         if external is not None:
             for state in (*external.sites.values(), *external.constructions.values(), external.after):
                 names |= state
+        carriers: set[str] = set()
+        text = None
         for imported in self.imports_of(module):
             if imported in self.policy_modules:
                 flow = self._flow(imported)
-                if flow is not None:
-                    names |= flow.exit  # importing it runs its top-level code
-                    for function in flow.functions.values():
-                        names |= function.effect
+                if flow is None:
+                    continue
+                found = {n for n in flow.exit if n.startswith("mixed_")}  # importing it runs its top level
+                called = set()
+                for key, function in flow.functions.items():
+                    effect = {n for n in function.effect if n.startswith("mixed_")}
+                    if not effect or effect <= names | found:
+                        continue
+                    # Only the functions this module calls carry their policy here (a `main()`
+                    # that sets it, next to the helpers it imports, does not).
+                    if text is None:
+                        text = code_only(self.text(self.path_of[module]) or "")
+                    name = key.split(".")[0].split("#")[0]
+                    if re.search(rf"\b{re.escape(name)}\s*\(", text):
+                        called |= effect
+                if found or called:
+                    carriers.add(imported)
+                names |= found | called
         mixed = frozenset(n for n in names if n.startswith("mixed_"))
         if not mixed:
             return frozenset(), ()
-        setters = sorted(
-            os.path.relpath(self.path_of[m]) for m in self.policy_modules
-            if m != module and self.scan(self.path_of[m]).sets_policy
-        )
+        if external is not None:
+            carriers |= external.carriers
+        setters = sorted(os.path.relpath(self.path_of[m]) for m in carriers
+                         if m != module and self.scan(self.path_of[m]).sets_policy)
         return mixed, tuple(setters)
 
     def target(self) -> "Target | None":
@@ -852,6 +879,9 @@ class ModuleContext:
 
     def mentions_mixed_precision(self) -> bool:
         return True if self._record else self.index.mentions_mixed_precision()
+
+    def mentions_float16(self) -> bool:
+        return True if self._record else self.index.mentions_float16()
 
     def importers(self) -> tuple[str, ...]:
         if self._record:

@@ -27,6 +27,7 @@ _BACKEND = re.compile(r"""KERAS_BACKEND['"]?\s*(?:\]\s*=|,)\s*['"](\w+)['"]""")
 # What a project that uses mixed precision names somewhere (its code, tests or notebooks).
 _MIXED_PRECISION_WORDS = ("mixed_float16", "mixed_bfloat16", "mixed_precision", "LossScaleOptimizer",
                           "set_dtype_policy", "auto_mixed_precision", "AUTO_MIXED_PRECISION")
+_FLOAT16_WORDS = re.compile(r"mixed_float16|LossScale|(?<!b)float16|AUTO_MIXED_PRECISION|graph_rewrite")
 _FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
 
 
@@ -43,6 +44,7 @@ class FileScan:
     backend: str | None = None  # KERAS_BACKEND it sets
     flags: list[str] = field(default_factory=list)
     mixed_precision: bool = False  # names a mixed-precision API or policy
+    float16: bool = False  # names float16 mixed precision (mixed_float16, a LossScaleOptimizer), not only bfloat16
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -62,7 +64,10 @@ def scan_text(text: str, path: str) -> FileScan:
     if "mixed_" in text and "polic" in text:
         # A module that sets a mixed policy (the policy named in it, possibly through a
         # variable), and is not the framework's own implementation of the setter.
-        scan.sets_policy = _SETS_POLICY.search(text) is not None and _DEFINES_SETTER.search(text) is None
+        # Comments and strings never count: a docstring that says "call
+        # set_global_policy('mixed_float16')" sets nothing.
+        scan.sets_policy = _SETS_POLICY.search(text) is not None and _DEFINES_SETTER.search(text) is None \
+            and _SETS_POLICY.search(code_only(text)) is not None
     scan.legacy_keras = sets_legacy_keras(text)
     scan.tf_keras = "tf_keras" in text and _TF_KERAS.search(text) is not None
     scan.keras2_only = ("optimizers.legacy" in text or "tensorflow_addons" in text) and _KERAS2_ONLY.search(text) is not None
@@ -73,7 +78,35 @@ def scan_text(text: str, path: str) -> FileScan:
     if "DEFINE_" in text:
         scan.flags = sorted(set(_FLAG.findall(text)))
     scan.mixed_precision = any(word in text for word in _MIXED_PRECISION_WORDS)
+    scan.float16 = scan.mixed_precision and _FLOAT16_WORDS.search(text) is not None
     return scan
+
+
+def code_only(text: str) -> str:
+    """The text with every comment and string literal blanked (tokens, not a parse); the
+    text itself where it does not tokenize (a module that does not parse adds no facts
+    anyway)."""
+    import io
+    import tokenize
+
+    lines = text.splitlines(keepends=True)
+    blanked = [list(line) for line in lines]
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type not in (tokenize.COMMENT, tokenize.STRING) and \
+                    getattr(tokenize, "FSTRING_MIDDLE", None) != token.type:
+                continue
+            (start_row, start_col), (end_row, end_col) = token.start, token.end
+            for row in range(start_row, end_row + 1):
+                line = blanked[row - 1]
+                first = start_col if row == start_row else 0
+                last = end_col if row == end_row else len(line)
+                for col in range(first, min(last, len(line))):
+                    if line[col] not in "\r\n":
+                        line[col] = " "
+    except (tokenize.TokenError, IndentationError, SyntaxError, IndexError):
+        return text
+    return "".join("".join(line) for line in blanked)
 
 
 def _imports(text: str) -> list[tuple[int, str, list[str]]]:

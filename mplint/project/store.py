@@ -16,7 +16,7 @@ from typing import Any
 from mplint import __version__
 from mplint.cache import CACHE_DIR, file_digest, write_json
 
-STORE_VERSION = "2"
+STORE_VERSION = "3"
 
 
 class Store:

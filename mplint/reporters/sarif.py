@@ -134,8 +134,15 @@ def _result(f: Finding, rule_index: dict[str, int], positions: FilePositions) ->
         "message": {"text": message},
         "locations": [{"physicalLocation": location}],
     }
+    properties: dict[str, Any] = {}
     if f.cell is not None:
-        result["properties"] = {"cell": f.cell, "cellLocation": {"row": f.location.row, "column": f.location.column}}
+        properties = {"cell": f.cell, "cellLocation": {"row": f.location.row, "column": f.location.column}}
+    if f.premises:
+        # How sure mplint is (the tier and each premise's status), apart from how bad it is (`level`).
+        properties["tier"] = f.tier
+        properties["premises"] = [p.to_json() for p in f.premises]
+    if properties:
+        result["properties"] = properties
     if f.fix is not None and f.cell is None:
         result["fixes"] = _fixes(f)
     return result

@@ -1,0 +1,108 @@
+"""Premises: the facts a finding rests on, each with how sure mplint is of it.
+
+A finding is only true where the code runs: under the policy, the Keras and the backend
+in effect there, for a tensor of the dtype and an object of the role the rule assumes.
+Each rule declares which of these facts its findings rest on (`Rule.premises`); the base
+class computes them here for the place reported, and a rule can state one itself where
+its own analysis knows better (a dtype it followed, a role it checked).
+
+Each premise has a status:
+
+- **proved**: seen in code that runs on the path to the line (or declared by the user:
+  `target`, `assume-policy`);
+- **inferred**: read from the project: another module, the pinned versions, a container
+  image, the era of the APIs the file uses;
+- **assumed**: only the environment running mplint, or a default, says so;
+- **conflicting**: the evidence disagrees (the file imports `tf_keras` and calls the
+  Keras-3-only `scale_loss`).
+
+Tiers follow from the statuses (CodeQL's default and extended suites, Infer Pulse's
+manifest and latent issues): a finding whose premises are all proved or inferred is in
+the **default** tier; one with an assumed or conflicting premise is **extended** (shown
+with `--extended`). A fix is safe only on premises that are all proved (see
+`Rule.report`). Tiers say how sure mplint is; severity says how bad the problem is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mplint.diagnostics import (  # noqa: F401  (the premise vocabulary, re-exported for rules)
+    BACKEND, CALL_PATH, DTYPE, FACTS, POLICY, ROLE, TARGET, Premise, Status, all_proved, tier_of, unproved_note,
+)
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from mplint.facts.module import ModuleFacts
+
+
+# -- the premises computed from the module's facts ----------------------------------------
+
+def _short(facts: "ModuleFacts", node: cst.CSTNode, limit: int = 60) -> str:
+    code = " ".join(facts.module.code_for_node(node).split())
+    return code if len(code) <= limit else code[: limit - 3] + "..."
+
+
+def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
+    """The mixed policy the code at `node` runs under, and how that is known."""
+    policy = facts.policy
+    if facts.assumed_policy:
+        return Premise(POLICY, facts.assumed_policy, Status.PROVED, "assume-policy in the configuration")
+    at_node = sorted(n for n in policy.global_at(node) if n.startswith("mixed_"))
+    local = [s for s in policy.settings if s.is_mixed]
+    if local:
+        names = at_node or sorted({n for s in local for n in (s.names or ()) if n.startswith("mixed_")})
+        return Premise(POLICY, "/".join(names), Status.PROVED, f"`{_short(facts, local[0].call)}` in this file")
+    project_policies, setters = policy.from_project
+    if project_policies:
+        where = ", ".join(setters[:2]) + (" ..." if len(setters) > 2 else "") if setters else "another module"
+        names = at_node or sorted(project_policies)
+        return Premise(POLICY, "/".join(names), Status.INFERRED, f"set in {where}, on the path that runs this code")
+    if at_node:
+        return Premise(POLICY, "/".join(at_node), Status.INFERRED, "set by the code that runs this one")
+    from mplint.facts.float16_code import is_library_module
+
+    project = facts.project
+    if is_library_module(facts.path) and (project is None or project.mentions_float16()):
+        return Premise(POLICY, "mixed_float16", Status.INFERRED,
+                       "a library's layer code runs under its users' policy, and its project uses mixed_float16")
+    if is_library_module(facts.path) and project.mentions_mixed_precision():
+        return Premise(POLICY, "mixed_float16", Status.ASSUMED,
+                       "library code of a project that uses only bfloat16 mixed precision")
+    return Premise(POLICY, "mixed_float16", Status.ASSUMED, "no mixed policy is set in the project")
+
+
+_TARGET_STATUS = {
+    "config": Status.PROVED, "file": Status.PROVED, "object": Status.PROVED,
+    "project": Status.INFERRED, "pins": Status.INFERRED, "container": Status.INFERRED, "era": Status.INFERRED,
+    "environment": Status.ASSUMED, "default": Status.ASSUMED,
+}
+
+
+def target_premise(facts: "ModuleFacts") -> Premise:
+    target = facts.target
+    if target.conflict:
+        return Premise(TARGET, target.keras, Status.CONFLICTING, f"{target.reason}, but {target.conflict}")
+    status = _TARGET_STATUS.get(target.source, Status.ASSUMED if target.assumed else Status.INFERRED)
+    return Premise(TARGET, target.keras, status, target.reason)
+
+
+_BACKEND_STATUS = {"file": Status.PROVED, "code": Status.PROVED, "project": Status.INFERRED,
+                   "environment": Status.ASSUMED, "default": Status.ASSUMED}
+
+
+def backend_premise(facts: "ModuleFacts") -> Premise:
+    backend = facts.backend
+    return Premise(BACKEND, backend.name, _BACKEND_STATUS.get(backend.source, Status.ASSUMED), backend.reason)
+
+
+def computed_premise(fact: str, facts: "ModuleFacts", node: cst.CSTNode) -> Premise | None:
+    """The premise `fact` for a finding at `node`, where the module's facts say it."""
+    if fact == POLICY:
+        return policy_premise(facts, node)
+    if fact == TARGET:
+        return target_premise(facts)
+    if fact == BACKEND:
+        return backend_premise(facts)
+    return None

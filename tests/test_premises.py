@@ -1,0 +1,185 @@
+"""Every finding carries the premises it rests on, with a status; the default tier shows
+only findings whose premises are proved or inferred; a fix is safe only on proved ones.
+
+The statuses (mplint.diagnostics.Status) are checked on the real engine's output:
+proved (seen in the file), inferred (another module, pins), assumed (only the
+environment says so) and conflicting (the file's evidence disagrees)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import write
+
+MODEL = '''import keras
+
+
+def build_model():
+    inputs = keras.Input((8,))
+    outputs = keras.layers.Dense(10, activation="softmax")(inputs)
+    return keras.Model(inputs, outputs)
+'''
+
+TRAIN = '''import keras
+
+from model import build_model
+
+keras.mixed_precision.set_global_policy("mixed_float16")
+net = build_model()
+net.compile("adam", "sparse_categorical_crossentropy")
+'''
+
+# Keras 2 methods on an optimizer whose Keras nothing in the file or project proves.
+KERAS2_METHODS = '''import tensorflow as tf
+
+tf.keras.mixed_precision.set_global_policy("mixed_float16")
+model = tf.keras.Sequential([tf.keras.layers.Dense(1, dtype="float32")])
+optimizer = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.SGD())
+
+
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+        scaled = optimizer.get_scaled_loss(loss)
+    grads = optimizer.get_unscaled_gradients(tape.gradient(scaled, model.trainable_variables))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+
+# tf_keras imported (Keras 2 for the file) and the Keras-3-only `scale_loss` called on a
+# tf.keras optimizer (Keras 3 on TF >= 2.16 unless TF_USE_LEGACY_KERAS): conflicting.
+CONFLICTING = '''import tensorflow as tf
+import tf_keras
+
+tf.keras.mixed_precision.set_global_policy("mixed_float16")
+extractor = tf_keras.applications.MobileNetV2(include_top=False)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1, dtype="float32")])
+optimizer = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.SGD())
+
+
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+        scaled = optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+
+
+def _json(cli, args, cwd) -> list[dict]:
+    result = cli(["--no-cache", "--output-format", "json", *args], cwd=cwd)
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def _premise(finding: dict, fact: str) -> dict:
+    return next(p for p in finding["premises"] if p["fact"] == fact)
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    write(root / "pyproject.toml", "[project]\nname = 'p'\nversion = '0'\n")
+    write(root / "model.py", MODEL)
+    write(root / "train.py", TRAIN)
+    return root
+
+
+def test_a_policy_set_in_the_file_is_proved_and_its_fix_is_safe(cli, tmp_path):
+    root = _project(tmp_path)
+    write(root / "standalone.py", "import keras\n\nkeras.mixed_precision.set_global_policy('mixed_float16')\n"
+          + MODEL.split("\n", 1)[1] + "\nbuild_model().compile('adam', 'mse')\n")
+    (finding,) = [f for f in _json(cli, ["standalone.py"], root) if f["code"] == "MP101"]
+    premise = _premise(finding, "policy")
+    assert premise["status"] == "proved" and "in this file" in premise["evidence"]
+    assert finding["tier"] == "default" and finding["fix"]["applicability"] == "safe"
+
+
+def test_a_policy_from_another_module_is_inferred_and_its_fix_unsafe(cli, tmp_path):
+    root = _project(tmp_path)
+    (finding,) = [f for f in _json(cli, ["."], root) if f["code"] == "MP101"]
+    assert finding["filename"] == "model.py"
+    premise = _premise(finding, "policy")
+    assert premise["status"] == "inferred" and "train.py" in premise["evidence"]
+    assert finding["tier"] == "default", "inferred without conflict: the default tier"
+    assert finding["fix"]["applicability"] == "unsafe", "a safe fix needs every premise proved"
+
+
+def test_an_assumed_target_puts_the_finding_in_the_extended_tier(cli, tmp_path):
+    root = tmp_path / "app"
+    write(root / "train.py", KERAS2_METHODS)
+    write(root / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n")
+    assert not [f for f in _json(cli, ["."], root) if f["code"] == "MP404"], "not in the default tier"
+    extended = [f for f in _json(cli, ["--extended", "."], root) if f["code"] == "MP404"]
+    assert extended and all(f["tier"] == "extended" for f in extended)
+    premise = _premise(extended[0], "keras-target")
+    assert premise["status"] == "assumed"
+    assert "keras-target assumed" in extended[0]["message"], "the message names the unproved premise"
+    assert all(f["fix"] is None or f["fix"]["applicability"] == "unsafe" for f in extended)
+
+
+def test_the_same_finding_is_default_once_the_target_is_declared(cli, tmp_path):
+    root = tmp_path / "app"
+    write(root / "train.py", KERAS2_METHODS)
+    write(root / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n[tool.mplint]\ntarget = 'keras3'\n")
+    found = [f for f in _json(cli, ["."], root) if f["code"] == "MP404"]
+    assert found and all(f["tier"] == "default" for f in found)
+    assert _premise(found[0], "keras-target")["status"] == "proved"
+
+
+def test_a_pinned_target_is_inferred(cli, tmp_path):
+    root = tmp_path / "app"
+    write(root / "train.py", KERAS2_METHODS)
+    write(root / "requirements.txt", "tensorflow==2.17.0\n")
+    write(root / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n")
+    found = [f for f in _json(cli, ["."], root) if f["code"] == "MP404"]
+    assert found and _premise(found[0], "keras-target")["status"] == "inferred"
+    assert all(f["fix"] is None or f["fix"]["applicability"] == "unsafe" for f in found)
+
+
+def test_conflicting_target_evidence_gives_no_fix_and_the_extended_tier(cli, tmp_path):
+    root = tmp_path / "app"
+    write(root / "train.py", CONFLICTING)
+    write(root / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n")
+    assert not [f for f in _json(cli, ["."], root) if f["code"] == "MP404"]
+    (finding,) = [f for f in _json(cli, ["--extended", "."], root) if f["code"] == "MP404"]
+    premise = _premise(finding, "keras-target")
+    assert premise["status"] == "conflicting" and "scale_loss" in premise["evidence"]
+    assert finding["fix"] is None and finding["tier"] == "extended"
+
+
+def test_extended_is_a_config_key_too(cli, tmp_path):
+    root = tmp_path / "app"
+    write(root / "train.py", KERAS2_METHODS)
+    write(root / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n[tool.mplint]\nextended = true\n")
+    assert [f for f in _json(cli, ["."], root) if f["code"] == "MP404" and f["tier"] == "extended"]
+    write(root / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n[tool.mplint]\nextended = 'yes'\n")
+    result = cli(["--no-cache", "."], cwd=root)
+    assert result.exit_code == 2 and "extended" in result.stderr
+
+
+def test_sarif_and_verbose_show_the_premises(cli, tmp_path):
+    root = _project(tmp_path)
+    result = cli(["--no-cache", "--output-format", "sarif", "."], cwd=root)
+    (sarif_result,) = json.loads(result.stdout)["runs"][0]["results"]
+    properties = sarif_result["properties"]
+    assert properties["tier"] == "default"
+    assert properties["premises"][0]["fact"] == "policy" and properties["premises"][0]["status"] == "inferred"
+    verbose = cli(["--no-cache", "-v", "."], cwd=root)
+    assert "model.py:6:15: MP101 rests on (default tier):" in verbose.stderr
+    assert "policy mixed_float16: inferred (set in train.py" in verbose.stderr
+
+
+def test_keras2_only_evidence_checked_against_the_wheels(cli, tmp_path):
+    """`optimizers.experimental` exists in tf-keras 2.21 only (Keras 3.15 and TF 2.21's
+    tf.keras have none); keras-cv before 0.8 runs on Keras 2 only."""
+    root = tmp_path / "app"
+    write(root / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n")
+    write(root / "train.py", KERAS2_METHODS.replace("tf.keras.optimizers.SGD()", "tf.keras.optimizers.experimental.AdamW()"))
+    result = cli(["--no-cache", "-v", "train.py"], cwd=root)
+    assert "target keras2 (Keras-2-only code in the file: `optimizers.experimental`" in result.stderr
+    pinned = tmp_path / "pinned"
+    write(pinned / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n")
+    write(pinned / "train.py", KERAS2_METHODS)
+    write(pinned / "requirements.txt", "keras_cv==0.4.0\ntensorflow\n")
+    result = cli(["--no-cache", "-v", "train.py"], cwd=pinned)
+    assert "target keras2 (requirements.txt pins keras_cv==0.4.0" in result.stderr
