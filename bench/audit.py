@@ -276,6 +276,11 @@ def command_report(names: list[str], labeller: str | None = None) -> None:
     print(f"true findings (labelled) missing from `{last}`: {len(lost)}")
     for key in lost:
         print(f"  {key}")
+    extended_only = sorted(f["key"] for f in load_run(last)
+                           if f.get("tier") == "extended" and f["key"] in labelled_true - overruled)
+    print(f"true findings (labelled) of `{last}` in the extended tier only: {len(extended_only)}")
+    for key in extended_only:
+        print(f"  {key}")
     gone = sorted((labelled_true & overruled) - present)
     if gone:
         print(f"gone from `{last}`, labelled true once but false or debatable by an independent labeller: {len(gone)}")

@@ -49,6 +49,8 @@ class CheckRequest:
     extend_per_file_ignores: tuple[str, ...] = ()
     target: str | None = None
     extended: bool = False
+    fail_on: str | None = None
+    min_severity: str | None = None
     config_file: str | None = None
     force_exclude: bool = False
     stdin_filename: str | None = None
@@ -115,6 +117,10 @@ def resolver_for(request: CheckRequest):
         overrides["target"] = request.target
     if request.extended:
         overrides["extended"] = True
+    if request.fail_on is not None:
+        overrides["fail_on"] = request.fail_on
+    if request.min_severity is not None:
+        overrides["min_severity"] = request.min_severity
     return ConfigResolver(request.config_file, overrides)
 
 
@@ -146,6 +152,7 @@ def execute(request: CheckRequest, resolver) -> int:
     finally:
         if progress is not None:
             progress.close()
+    _apply_severities(result, resolver.for_path(paths[0]))
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if result.files == 0 and not result.problems and stdin is None:
@@ -171,6 +178,20 @@ def execute(request: CheckRequest, resolver) -> int:
         to_stderr = request.output_format not in ("concise", "text") or request.output_file is not None
         code = max(code, verify_fixed_files(result.fixed_paths, to_stderr=to_stderr))
     return code
+
+
+def _apply_severities(result, settings) -> None:
+    """Keep the findings at or above `min-severity` (engine errors always), and note which
+    of them fail the run (`fail-on`)."""
+    from mplint.config import SEVERITIES
+    from mplint.diagnostics import INTERNAL_ERROR, PARSE_ERROR
+
+    rank = {name: i for i, name in enumerate(SEVERITIES)}
+    engine = (PARSE_ERROR[0], INTERNAL_ERROR[0])
+    shown = rank[settings.min_severity]
+    result.findings = [f for f in result.findings if f.code in engine or rank[f.severity.value] >= shown]
+    failing = rank[settings.fail_on]
+    result.failing = sum(1 for f in result.findings if f.code in engine or rank[f.severity.value] >= failing)
 
 
 def _print_report(request: CheckRequest, result, fixed_text_on_stdout: bool) -> None:
@@ -238,6 +259,7 @@ def exit_code(request: CheckRequest, result) -> int:
         return EXIT_FINDINGS if result.diffs else EXIT_OK
     if request.fix_only:
         return EXIT_FINDINGS if request.exit_non_zero_on_fix and result.fixed else EXIT_OK
-    if result.findings or (request.exit_non_zero_on_fix and result.fixed):
+    failing = len(result.findings) if result.failing is None else result.failing
+    if failing or (request.exit_non_zero_on_fix and result.fixed):
         return EXIT_FINDINGS
     return EXIT_OK

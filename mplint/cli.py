@@ -83,6 +83,10 @@ def _terminate(signum, frame):  # pragma: no cover - exercised by the interrupt 
 @click.option("-n", "--no-cache", is_flag=True, envvar="MPLINT_NO_CACHE", help="Do not read or write the .mplint_cache (env: MPLINT_NO_CACHE).")
 @click.option("--config", "config_file", type=click.Path(), help="Use this config file instead of discovering one.")
 @click.option("--target", type=click.Choice(["auto", "keras2", "keras3"]), help="Keras API the fixes are written for.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]),
+              help="The lowest severity that makes the run exit 1 (default: warning; infos never fail it).")
+@click.option("--min-severity", type=click.Choice(["error", "warning", "info"]),
+              help="The lowest severity reported (default: info, everything).")
 @click.option("--extended", is_flag=True,
               help="Also report the extended tier: findings resting on an assumed or conflicting premise.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")

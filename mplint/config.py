@@ -24,8 +24,9 @@ TARGETS = ("auto", "keras2", "keras3")
 ASSUMABLE_POLICIES = ("mixed_float16", "mixed_bfloat16")
 CONFIG_KEYS = (
     "select", "ignore", "extend-select", "per-file-ignores", "exclude", "target",
-    "assume-policy", "tensor-core-multiple", "extended",
+    "assume-policy", "tensor-core-multiple", "extended", "fail-on", "min-severity",
 )
+SEVERITIES = ("info", "warning", "error")  # lowest first
 
 
 class ConfigError(Exception):
@@ -64,6 +65,8 @@ class Settings:
     assume_policy: tuple[tuple[str, str], ...] = ()  # (glob, policy); glob "**" = every file
     tensor_core_multiple: int = 8
     extended: bool = False  # report the extended tier too (findings on unproved premises)
+    fail_on: str = "warning"  # the lowest severity that makes the run exit 1
+    min_severity: str = "info"  # the lowest severity reported
 
     # -- rule selection ------------------------------------------------------------
     def enabled(self, code: str) -> bool:
@@ -202,11 +205,20 @@ def settings_from_table(table: dict[str, Any], source: str, root: str) -> Settin
         if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
             raise ConfigError(f"{source}: tensor-core-multiple: expected a positive integer, got {multiple!r}")
         values["tensor_core_multiple"] = multiple
+    for key in ("fail-on", "min-severity"):
+        if key in table:
+            values[key.replace("-", "_")] = check_severity(table[key], f"{source}: {key}")
     if "extended" in table:
         if not isinstance(table["extended"], bool):
             raise ConfigError(f"{source}: extended: expected true or false, got {table['extended']!r}")
         values["extended"] = table["extended"]
     return Settings(**values)
+
+
+def check_severity(value: Any, where: str) -> str:
+    if value not in SEVERITIES:
+        raise ConfigError(f"{where}: expected one of {', '.join(SEVERITIES)}, got {value!r}")
+    return value
 
 
 def check_target(value: Any, where: str) -> str:

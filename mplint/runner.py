@@ -72,6 +72,7 @@ class RunResult:
     fixed_codes: dict[str, dict[str, int]] = field(default_factory=dict)  # file -> code -> fixes
     output: bytes | None = None  # stdin's fixed (or --add-noqa'd) bytes
     noqa_added: int = 0
+    failing: int | None = None  # findings at or above `fail-on` (None: every finding fails the run)
 
     @property
     def internal_errors(self) -> list[Finding]:

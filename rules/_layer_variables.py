@@ -141,14 +141,13 @@ _INFERENCE_METHODS = frozenset({"generate", "predict", "predict_on_batch", "expo
 
 
 def _runs_a_model_at_top_level(facts: "ModuleFacts") -> bool:
-    """Whether the module's own top level (no function around it) generates, predicts,
-    exports or saves: a script whose program is that, not a module others import."""
-    module = facts.module
+    """Whether a program (a script, a notebook) generates, predicts, exports or saves
+    outside any class: its program is that (functions included: a notebook's helper that
+    calls `model.predict`), not a module others import."""
     for call in facts.index.nodes(cst.Call):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _INFERENCE_METHODS \
-                and facts.index.enclosing(call, cst.FunctionDef) is None \
-                and facts.index.enclosing(call, cst.ClassDef) is None and facts.index.parent_of(call) is not module:
+                and facts.index.enclosing(call, cst.ClassDef) is None:
             return True
     return False
 

@@ -183,3 +183,28 @@ def test_keras2_only_evidence_checked_against_the_wheels(cli, tmp_path):
     write(pinned / "requirements.txt", "keras_cv==0.4.0\ntensorflow\n")
     result = cli(["--no-cache", "-v", "train.py"], cwd=pinned)
     assert "target keras2 (requirements.txt pins keras_cv==0.4.0" in result.stderr
+
+
+INFERENCE_SCRIPT = '''import keras
+import keras_hub
+
+keras.config.set_floatx("bfloat16")
+lm = keras_hub.models.GemmaCausalLM.from_preset("gemma_2b_en")
+print(lm.generate("What is mixed precision?", max_length=64))
+'''
+
+
+def test_an_inference_script_gets_an_info_that_does_not_fail_the_run(cli, tmp_path):
+    """`from_preset` then `generate` under bfloat16 variables: fine for inference, an info;
+    infos are reported but fail the run only with `--fail-on info`."""
+    write(tmp_path / "generate.py", INFERENCE_SCRIPT)
+    result = cli(["--no-cache", "generate.py"], cwd=tmp_path)
+    assert result.exit_code == 0 and "generate.py:4:1: MP103" in result.stdout and "trains nothing" in result.stdout
+    assert cli(["--no-cache", "--fail-on", "info", "generate.py"], cwd=tmp_path).exit_code == 1
+    hidden = cli(["--no-cache", "--min-severity", "warning", "generate.py"], cwd=tmp_path)
+    assert hidden.exit_code == 0 and "MP103" not in hidden.stdout
+    write(tmp_path / "mplint.toml", 'fail-on = "info"\n')
+    assert cli(["--no-cache", "generate.py"], cwd=tmp_path).exit_code == 1
+    write(tmp_path / "mplint.toml", 'fail-on = "sometimes"\n')
+    bad = cli(["--no-cache", "generate.py"], cwd=tmp_path)
+    assert bad.exit_code == 2 and "fail-on" in bad.stderr
