@@ -79,8 +79,8 @@ class ProjectContext(Protocol):
         code, tests, examples): a library that never does is not used so by itself."""
 
     def mentions_float16(self) -> bool:
-        """Whether any file of the project names the float16 side of mixed precision
-        (`mixed_float16`, `float16`, a LossScaleOptimizer), not only bfloat16."""
+        """False only where the project names bfloat16 and never the float16 side of mixed
+        precision (`mixed_float16`, `float16`, a LossScaleOptimizer)."""
 
     def importers(self) -> tuple[str, ...]:
         """The project's modules (tests aside) that import this one: code at this

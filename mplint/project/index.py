@@ -612,8 +612,10 @@ class ProjectIndex:
         return found
 
     def mentions_float16(self) -> bool:
-        """Whether any file of the project names float16 mixed precision (not only bfloat16)."""
-        return any(self.scan(path).float16 for path in self.paths)
+        """False only for a project that names bfloat16 and never float16 mixed precision
+        (its own mixed precision is bfloat16: float16 hazards are its users' guess)."""
+        scans = [self.scan(path) for path in self.paths]
+        return any(s.float16 for s in scans) or not any(s.bfloat16 for s in scans)
 
     def mentions_mixed_precision(self) -> bool:
         """Whether any file of the project names a mixed-precision API or policy."""

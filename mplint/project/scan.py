@@ -44,7 +44,8 @@ class FileScan:
     backend: str | None = None  # KERAS_BACKEND it sets
     flags: list[str] = field(default_factory=list)
     mixed_precision: bool = False  # names a mixed-precision API or policy
-    float16: bool = False  # names float16 mixed precision (mixed_float16, a LossScaleOptimizer), not only bfloat16
+    float16: bool = False  # names float16 mixed precision (mixed_float16, a LossScaleOptimizer)
+    bfloat16: bool = False  # names bfloat16
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -79,6 +80,7 @@ def scan_text(text: str, path: str) -> FileScan:
         scan.flags = sorted(set(_FLAG.findall(text)))
     scan.mixed_precision = any(word in text for word in _MIXED_PRECISION_WORDS)
     scan.float16 = scan.mixed_precision and _FLOAT16_WORDS.search(text) is not None
+    scan.bfloat16 = "bfloat16" in text
     return scan
 
 
