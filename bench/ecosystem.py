@@ -56,7 +56,7 @@ def compiles(path: str) -> str | None:
     Jupyter runs it (a `from __future__` import may open any cell)."""
     import re
 
-    from mplint.source import load_document
+    from mplint.inputs.source import load_document
 
     with open(path, "rb") as handle:
         doc = load_document(path, handle.read())

@@ -133,8 +133,8 @@ def walked_files(copies: list[str], work: str) -> list[str]:
     cwd = os.getcwd()
     os.chdir(work)
     try:
-        from mplint.config import ConfigResolver
-        from mplint.discovery import Found, discover
+        from mplint.inputs.config import ConfigResolver
+        from mplint.inputs.discovery import Found, discover
 
         return [item.path for item in discover(copies, ConfigResolver()) if isinstance(item, Found)]
     finally:

@@ -1,4 +1,4 @@
-from mplint.launch import main
+from mplint.frontends.launch import main
 
 if __name__ == "__main__":
     main()

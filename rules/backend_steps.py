@@ -8,7 +8,7 @@ import libcst as cst
 from mplint.analysis.calls import arg_value, with_keyword
 from mplint.analysis.names import canonical
 from mplint.analysis.positions import render
-from mplint.diagnostics import FixAvailability, Severity
+from mplint.core.diagnostics import FixAvailability, Severity
 from mplint.facts.backend_steps import (
     BackendStep,
     BackendSteps,
@@ -19,9 +19,9 @@ from mplint.facts.backend_steps import (
     scope_of,
 )
 from mplint.facts.training import SCALE_METHODS, TrainingLoops
-from mplint.rule import Change, InsertAfter, InsertBefore, Replace, ReplaceText, Rule
+from mplint.catalogue.rule import Change, InsertAfter, InsertBefore, Replace, ReplaceText, Rule
 
-from ._scaling_edits import code, fresh_name, method_call
+from mplint.fixes.scaling_edits import code, fresh_name, method_call
 
 _TEXT_HINTS = ("value_and_grad", "jax.grad", "grad(", "backward", "autograd")
 

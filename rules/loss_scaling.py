@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, callee_name
-from mplint.analysis.removal import remove_statement
-from mplint.diagnostics import FixAvailability, Severity
+from mplint.fixes.removal import remove_statement
+from mplint.core.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.training import (
     LSO_ATTRIBUTES,
@@ -18,9 +18,9 @@ from mplint.facts.training import (
     OptimizerInfo,
     TrainingLoops,
 )
-from mplint.rule import Change, Replace, Rule
+from mplint.catalogue.rule import Change, Replace, Rule
 
-from ._scaling_edits import (
+from mplint.fixes.scaling_edits import (
     code,
     keras3_scaled_until_apply,
     moved_clip_note,

@@ -12,8 +12,8 @@ from mplint.analysis.calls import arg_value, get_arg, positional, string_value, 
 from mplint.analysis.names import canonical
 from mplint.analysis.bound_names import names_a_variable
 from mplint.analysis.guards import Guard, condition_text, guard_of
-from mplint.analysis.removal import remove_statement, side_effect_free
-from mplint.diagnostics import FixAvailability, Severity
+from mplint.fixes.removal import remove_statement, side_effect_free
+from mplint.core.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
 from mplint.facts.target import KERAS2, KERAS3, object_keras, project_pins, project_root
@@ -23,9 +23,9 @@ from mplint.facts.training import (
     LSO_EXPERIMENTAL,
     TrainingLoops,
 )
-from mplint.rule import Change, FixGroup, FixPlan, InsertAfter, InsertBefore, Replace, ReplaceText, Rule
+from mplint.catalogue.rule import Change, FixGroup, FixPlan, InsertAfter, InsertBefore, Replace, ReplaceText, Rule
 
-from ._scaling_edits import (
+from mplint.fixes.scaling_edits import (
     KERAS_BUILDERS,
     code,
     first_model_statement,
@@ -37,9 +37,9 @@ from ._scaling_edits import (
     sets_mixed_float16,
     unscale_gradients,
 )
-from ._late_policy import late_mixed_settings
-from ._tf1_code import KERAS, LEGACY, V1, is_tf1_graph_code, optimizer_family
-from ._version_guards import old_tensorflow_only
+from mplint.facts.late_policy import late_mixed_settings
+from mplint.facts.tf1_code import KERAS, LEGACY, V1, is_tf1_graph_code, optimizer_family
+from mplint.facts.version_guards import old_tensorflow_only
 
 EXPERIMENTAL = "keras.mixed_precision.experimental"
 RENAMED = {"set_policy": "set_global_policy"}

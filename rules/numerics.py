@@ -3,7 +3,7 @@
 Which code counts as computing in float16 is decided once per module by
 `mplint.facts.float16_code.Float16Code` (a library's layer code everywhere, a program's
 layer code and `@tf.function` code under a float16 policy); the input pipeline by
-`rules._input_pipeline.InputPipeline`. The float16 arithmetic itself is
+`mplint.facts.input_pipeline.InputPipeline`. The float16 arithmetic itself is
 `rules._float16` (exact IEEE binary16 rounding).
 """
 
@@ -15,13 +15,13 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, callee_name, string_value
 from mplint.analysis.values import literal_number
-from mplint.diagnostics import FixAvailability, Severity
-from mplint.float16_literals import has_float16_hazard_literal, is_float16_hazard
-from mplint.rule import Replace, Rule
+from mplint.core.diagnostics import FixAvailability, Severity
+from mplint.core.float16_literals import has_float16_hazard_literal, is_float16_hazard
+from mplint.catalogue.rule import Replace, Rule
 
 from mplint.facts.float16_numbers import SAFE_EPSILON_TEXT, overflows, rounds_to_zero, spell
 from mplint.facts.float16_code import ARITHMETIC, AUG_ARITHMETIC, LAYER, Constant, Float16Code
-from ._input_pipeline import InputPipeline, float16_dtype_fix
+from mplint.facts.input_pipeline import InputPipeline, float16_dtype_fix
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts

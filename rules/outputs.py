@@ -5,15 +5,15 @@ from __future__ import annotations
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, quote_like, string_value
-from mplint.diagnostics import FixAvailability, Severity
+from mplint.core.diagnostics import FixAvailability, Severity
 from mplint.facts.policy import PolicySetting, is_policy_constructor
-from mplint.rule import Replace, Rule
+from mplint.catalogue.rule import Replace, Rule
 
 from mplint.facts.model_graph import ModelGraph, is_preprocessing_only
 from mplint.facts.test_modules import is_test_file
-from ._layer_variables import never_built, owns_no_float_variables, under_variable_creator, untrained_entry_point
-from ._late_policy import late_mixed_settings
-from ._output_fix import OutputFix, half_dtype
+from mplint.facts.layer_variables import never_built, owns_no_float_variables, under_variable_creator, untrained_entry_point
+from mplint.facts.late_policy import late_mixed_settings
+from mplint.fixes.output_fix import OutputFix, half_dtype
 
 PURE_HALF = {"float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 # Keras names whose `dtype=` is a data dtype, not a dtype policy.

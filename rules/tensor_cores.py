@@ -21,7 +21,7 @@ Decisions (also in docs/tensor-cores.md):
 - Code that hides every GPU (`CUDA_VISIBLE_DEVICES` set to "-1" or "" in the same
   function or at module level, `tf.config.set_visible_devices([], "GPU")`, a
   `with tf.device("/cpu:0")` block) runs on the CPU, which has no Tensor Cores: nothing
-  is reported there (`rules/_cpu_only.py`). A setting under an `if` keeps the findings.
+  is reported there (`mplint/facts/cpu_only.py`). A setting under an `if` keeps the findings.
 """
 
 from __future__ import annotations
@@ -33,16 +33,16 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value
 from mplint.analysis.values import Source, Value, literal_number
-from mplint.diagnostics import FixAvailability, Severity
-from mplint.rule import FixPlan, Replace, Rule
-from mplint.textpos import LineIndex
+from mplint.core.diagnostics import FixAvailability, Severity
+from mplint.catalogue.rule import FixPlan, Replace, Rule
+from mplint.core.textpos import LineIndex
 
 from mplint.facts.size_sites import (
     AT_MOST, LINEAR, MP301, MP302, MP303, MP304, RECURRENT, TASK_SIZE_NAME, VOCABULARY_NAME,
     SizeSite, TensorCoreSites,
 )
 
-from ._cpu_only import CpuOnly
+from mplint.facts.cpu_only import CpuOnly
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mplint import codes
-from mplint.cli import main
+from mplint.core import codes
+from mplint.frontends.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

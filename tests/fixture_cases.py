@@ -54,14 +54,14 @@ class Case:
         return options
 
     def select(self) -> frozenset[str]:
-        from mplint.codes import all_codes
-        from mplint.selection import is_enabled, parse_codes
+        from mplint.core.codes import all_codes
+        from mplint.core.selection import is_enabled, parse_codes
 
         prefixes = parse_codes(self.options().get("select", self.code))
         return frozenset(c for c in all_codes() if is_enabled(c, prefixes, ()))
 
     def file_settings(self):
-        from mplint.config import FileSettings
+        from mplint.inputs.config import FileSettings
 
         options = self.options()
         return FileSettings(

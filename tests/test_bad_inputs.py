@@ -68,7 +68,7 @@ def test_empty_file_is_fine(cli, tmp_path):
 def test_unreadable_file_exits_2_and_checks_the_rest(cli, tmp_path, monkeypatch):
     write(tmp_path / "secret.py", FLOAT16)
     write(tmp_path / "open.py", FLOAT16)
-    import mplint.runner as runner
+    import mplint.engine.runner as runner
 
     real_read = runner.read_bytes
 
@@ -94,14 +94,14 @@ def test_unreadable_directory_is_reported(cli, tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied")
         return real_scandir(path)
 
-    monkeypatch.setattr("mplint.discovery.os.scandir", guarded)
+    monkeypatch.setattr("mplint.inputs.discovery.os.scandir", guarded)
     result, findings = _json(cli, tmp_path, ".")
     assert result.exit_code == 2 and "locked: permission denied" in result.stderr
     assert [f["filename"] for f in findings] == ["b.py"]
 
 
 def test_huge_file_is_skipped_with_a_message(cli, tmp_path, monkeypatch):
-    monkeypatch.setattr("mplint.source.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("mplint.inputs.source.MAX_FILE_BYTES", 100)
     write(tmp_path / "big.py", FLOAT16 + "# " + "x" * 200 + "\n")
     write(tmp_path / "small.py", FLOAT16)
     result, findings = _json(cli, tmp_path, ".")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mplint import runner
+from mplint.engine import runner
 from tests.conftest import write
 
 FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n'

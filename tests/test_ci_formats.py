@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from nbformat import v4
 
-from mplint.cli import main
+from mplint.frontends.cli import main
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0.json").read_text(encoding="utf-8"))
 MODEL = (
@@ -196,7 +196,7 @@ def test_sarif_reports_unreadable_paths_as_notifications(tmp_path):
 
 
 def test_sarif_help_uri_follows_the_declared_documentation_url(tmp_path, monkeypatch):
-    import mplint.ruledocs as ruledocs
+    import mplint.catalogue.ruledocs as ruledocs
 
     (tmp_path / "model.py").write_text(MODEL, encoding="utf-8")
     monkeypatch.setattr(ruledocs, "project_urls", lambda: {})

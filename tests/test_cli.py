@@ -81,8 +81,10 @@ def test_fix_applies_only_safe_fixes(cli, test_rules, tmp_path):
     path = write(tmp_path / "a.py", TEST_HEADER + "old_name = lower_me\n")
     result = cli(["--no-cache", "--select", "MP99", "--fix", "a.py"], cwd=tmp_path)
     assert path.read_text() == TEST_HEADER + "new_name = lower_me\n"
-    assert result.exit_code == 1  # the unsafe one remains
+    assert result.exit_code == 0  # the unsafe one remains, an info: infos do not fail the run
     assert "(1 fixed, 1 remaining)" in result.stdout
+    write(tmp_path / "b.py", TEST_HEADER + "old_name = lower_me\n")
+    assert cli(["--no-cache", "--select", "MP99", "--fix", "--fail-on", "info", "b.py"], cwd=tmp_path).exit_code == 1
 
 
 def test_fix_with_unsafe_fixes_applies_both(cli, test_rules, tmp_path):
@@ -190,7 +192,7 @@ def test_rule_prints_documentation(cli):
 
 
 def test_rule_all_lists_every_rule(cli):
-    from mplint.codes import RULES
+    from mplint.core.codes import RULES
 
     result = cli(["rule", "--all"])
     assert result.exit_code == 0

@@ -26,8 +26,8 @@ from pathlib import Path
 import click
 import pytest
 
-from mplint.cli import check, main
-from mplint.reporters import FORMATS
+from mplint.frontends.cli import check, main
+from mplint.frontends.reporters import FORMATS
 from tests.conftest import MPLINT_EXE, ROOT
 
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -1,6 +1,6 @@
 """What is advertised is what `--fix` does: a finding shows a fix (`[*]`, the JSON `fix`
 object, SARIF fixes, LSP quick fixes, "N fixable") only when `--fix` applies it, decided
-when linting (mplint/fix_vetting.py)."""
+when linting (mplint/engine/fix_vetting.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from mplint.cli import main
-from mplint.engine import check_document, lint
-from mplint.fix_vetting import apply_edits
-from mplint.runner import load_document
+from mplint.frontends.cli import main
+from mplint.engine.engine import check_document, lint
+from mplint.engine.fix_vetting import apply_edits
+from mplint.engine.runner import load_document
 from tests.fixture_cases import cases
 from tests.test_lsp import diagnostics_after, open_document, record_publications
 

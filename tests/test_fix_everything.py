@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from mplint.documents import load_document
+from mplint.inputs.documents import load_document
 from tests.conftest import ROOT
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mplint.engine import FileSettings, check_document
-from mplint.source import decode_python
+from mplint.engine.engine import FileSettings, check_document
+from mplint.inputs.source import decode_python
 
 HEADER = "# mixed_float16\n"  # gets the file past the pre-filter
 
@@ -91,7 +91,7 @@ def test_overlapping_fixes_are_applied_over_rounds(test_rules):
 
 
 def _finding(code: str, edits, group: str | None = None):
-    from mplint.diagnostics import Applicability, Edit, Finding, Fix, Location, Severity
+    from mplint.core.diagnostics import Applicability, Edit, Finding, Fix, Location, Severity
 
     here = Location(1, 1)
     fix = Fix(Applicability.SAFE, "fix", tuple(Edit(text, start, end, here, here) for start, end, text in edits), group)
@@ -101,7 +101,7 @@ def _finding(code: str, edits, group: str | None = None):
 def test_a_fix_group_waits_whole_for_a_later_round():
     """When one edit of a group overlaps a fix chosen before it, no member is chosen in
     this round: the group never goes in half (the next round lints it again)."""
-    from mplint.engine import select_fixes
+    from mplint.engine.engine import select_fixes
 
     group = [(10, 12, "aa"), (30, 32, "bb")]
     first, second = _finding("MP404", group, "g1"), _finding("MP404", group, "g1")

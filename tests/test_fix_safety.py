@@ -1,6 +1,6 @@
 """The analyses behind safe fixes: where gradients go (mplint/facts/gradient_uses.py),
 whether a name is bound where a fix would use it (mplint/analysis/bound_names.py),
-removing a statement without emptying its block (mplint/analysis/removal.py) and the
+removing a statement without emptying its block (mplint/fixes/removal.py) and the
 conditions a statement runs under (mplint/analysis/guards.py)."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import libcst as cst
 import pytest
 
 from mplint.analysis.guards import condition_text, guard_of
-from mplint.analysis.removal import remove_statement
-from mplint.engine import FileSettings, check_document
+from mplint.fixes.removal import remove_statement
+from mplint.engine.engine import FileSettings, check_document
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.module import ModuleFacts
 from mplint.facts.training import TrainingLoops
-from mplint.rule import RemoveStatement, ReplaceText
-from mplint.source import decode_python
+from mplint.catalogue.rule import RemoveStatement, ReplaceText
+from mplint.inputs.source import decode_python
 
 
 def facts_of(source: str, path: str = "m.py") -> ModuleFacts:
@@ -259,7 +259,7 @@ def test_an_import_added_for_a_wrap_goes_into_the_wraps_cell():
         "optimizer.apply_gradients(zip(tape.gradient(loss, v), v))\n"
     )
     facts = ModuleFacts(cst.parse_module(text), text, "nb.ipynb", configured_target="keras3")
-    from rules._scaling_edits import mixed_precision_module
+    from mplint.fixes.scaling_edits import mixed_precision_module
 
     call = [c for c in facts.index.nodes(cst.Call) if facts.module.code_for_node(c) == "SGD(0.1)"][0]
     spelling, extra = mixed_precision_module(facts, call, at=call)

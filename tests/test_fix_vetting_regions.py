@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mplint.diagnostics import Applicability, Edit, Fix, Location
-from mplint.fix_vetting import FixVetting, apply_edits, compiles
-from mplint.source import decode_python
+from mplint.core.diagnostics import Applicability, Edit, Fix, Location
+from mplint.engine.fix_vetting import FixVetting, apply_edits, compiles
+from mplint.inputs.source import decode_python
 
 LINES = [f"value_{i} = {i}\n" for i in range(40)]
 TEXT = (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mplint.codes import RULES
-from mplint.engine import check_document, lint
-from mplint.prefilter import worth_parsing
-from mplint.documents import load_document
+from mplint.core.codes import RULES
+from mplint.engine.engine import check_document, lint
+from mplint.engine.prefilter import worth_parsing
+from mplint.inputs.documents import load_document
 from tests.fixture_cases import Case, cases, format_finding, update_requested
 
 ALL_CASES = cases()

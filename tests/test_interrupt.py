@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from mplint.source import atomic_write
+from mplint.inputs.source import atomic_write
 
 ORIGINAL = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n' + "# padding\n" * 400
 FIXED = ORIGINAL.replace('"float16"', '"mixed_float16"')

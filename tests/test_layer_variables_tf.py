@@ -1,4 +1,4 @@
-"""MP103's list of layers without float variables (rules/_layer_variables.py) is what
+"""MP103's list of layers without float variables (mplint/facts/layer_variables.py) is what
 Keras 3 and tf-keras build: each listed layer, built under dtype="float16" on a sample
 input, owns no floating-point variable; the layers MP103 still reports do own float16
 ones."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rules._layer_variables import _WITHOUT_VARIABLES
+from mplint.facts.layer_variables import _WITHOUT_VARIABLES
 from tests.tf_harness import run_tf
 
 pytestmark = pytest.mark.tensorflow

@@ -9,8 +9,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FRONT_ENDS = ("mplint.runner", "mplint.cli", "mplint.check_command", "mplint.lsp", "mplint.textcheck",
-              "mplint.flake8_plugin", "mplint.engine", "mplint.watch")
+FRONT_ENDS = ("mplint.engine.runner", "mplint.frontends.cli", "mplint.frontends.check_command", "mplint.frontends.lsp", "mplint.engine.textcheck",
+              "mplint.frontends.flake8_plugin", "mplint.engine.engine", "mplint.frontends.watch")
 
 
 def _module_name(path: Path) -> str:
@@ -121,3 +121,60 @@ def test_no_import_cycles_at_all() -> None:
     """Not even through imports inside functions or under TYPE_CHECKING: the modules form
     layers, each importing only what sits below it (a lazy import is still a dependency)."""
     assert _cycles(top_level_only=False) == []
+
+
+# The packages in layer order: each may import its own modules and those of the layers
+# before it, never one after it (`mplint.verify` sits beside the engine: only the front
+# ends import it).
+LAYERS = (
+    ("mplint.core",),
+    ("mplint.inputs",),
+    ("mplint.analysis",),
+    ("mplint.facts",),
+    ("mplint.project",),
+    ("mplint.catalogue",),
+    ("mplint.fixes",),
+    ("rules", "mplint_rules"),
+    ("mplint.engine", "mplint.verify"),
+    ("mplint.frontends", "mplint.__main__"),
+)
+
+
+def _layer_of(module: str) -> int | None:
+    for rank, packages in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in packages):
+            return rank
+    return None
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    homeless = [_module_name(p) for p in _files("mplint") + _files("rules")
+                if _module_name(p) != "mplint" and _layer_of(_module_name(p)) is None]
+    assert homeless == []
+
+
+def test_every_package_imports_only_its_own_layer_and_those_below() -> None:
+    upward = []
+    for path in _files("mplint") + _files("rules"):
+        module = _module_name(path)
+        rank = _layer_of(module)
+        if rank is None:
+            continue
+        own = next(p for p in LAYERS[rank] if module == p or module.startswith(p + "."))
+        for name in sorted(_imports(path, False)):
+            other = _layer_of(name)
+            if other is None or other < rank:
+                continue
+            if other > rank or (own in ("mplint.engine", "mplint.verify") and not name.startswith(own)):
+                upward.append(f"{module} imports {name}")
+    assert upward == []
+
+
+def test_each_package_says_what_it_owns_and_may_import() -> None:
+    for packages in LAYERS:
+        for package in packages:
+            if package in ("mplint_rules", "mplint.__main__"):
+                continue
+            init = ROOT / package.replace(".", "/") / "__init__.py"
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+            assert "May import" in doc, f"{init.relative_to(ROOT)} does not say what it may import"

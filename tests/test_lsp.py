@@ -12,7 +12,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from mplint import ruledocs
+from mplint.catalogue import ruledocs
 
 # One server for the module (starting one costs a few seconds); every test uses its own files.
 pytestmark = pytest.mark.asyncio(loop_scope="module")

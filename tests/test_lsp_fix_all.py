@@ -20,8 +20,8 @@ from tests.test_lsp import apply_edits, diagnostics_after, edits_of, open_docume
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = (
     "import sys; sys.path.insert(0, sys.argv[1]);"
-    "from mplint import codes; from tests.support.rules import TEST_RULES; codes.RULES.update(TEST_RULES);"
-    "from mplint.lsp import serve; serve()"
+    "from mplint.core import codes; from tests.support.rules import TEST_RULES; codes.RULES.update(TEST_RULES);"
+    "from mplint.frontends.lsp import serve; serve()"
 )
 TEXT = (
     "POLICY = 'mixed_float16'\n"

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from nbformat import v4
 
-from mplint.cli import main
+from mplint.frontends.cli import main
 
 FLOAT16_LAYER = "layer = tf.keras.layers.Dense(64, dtype='float16')"
 MIXED_LAYER = "layer = tf.keras.layers.Dense(64, dtype='mixed_float16')"

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mplint.engine import FileSettings, lint
-from mplint.prefilter import has_float16_hazard_literal, is_float16_hazard, needs_parse
-from mplint.documents import load_document
+from mplint.engine.engine import FileSettings, lint
+from mplint.engine.prefilter import has_float16_hazard_literal, is_float16_hazard, needs_parse
+from mplint.inputs.documents import load_document
 from mplint.facts.float16_numbers import overflows, rounds_to_zero, spell, to_float16
 
 

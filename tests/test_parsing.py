@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from mplint import parsing
+from mplint.inputs import parsing
 from tests.fixture_cases import cases
 
 
@@ -86,7 +86,7 @@ def test_other_shapes_parse_like_libcst(small_chunks, text):
 
 @pytest.mark.parametrize("case", cases(), ids=lambda c: c.id)
 def test_every_fixture_parses_like_libcst(small_chunks, case):
-    from mplint.documents import load_document
+    from mplint.inputs.documents import load_document
 
     doc = load_document(str(case.input), case.input.read_bytes())
     _same_tree(doc.text)

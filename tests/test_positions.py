@@ -8,7 +8,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusi
 
 from mplint.analysis.index import ModuleIndex
 from mplint.analysis.positions import compute_spans, render
-from mplint.textpos import LineIndex
+from mplint.core.textpos import LineIndex
 
 SOURCE = (
     "import tensorflow as tf\r\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mplint.diagnostics import Severity
+from mplint.core.diagnostics import Severity
 from tests.fixture_cases import cases
 from tests.support.engine import lint_and_fix
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mplint.prefilter import mentions_tokens, needs_parse, worth_parsing
+from mplint.engine.prefilter import mentions_tokens, needs_parse, worth_parsing
 
 
 LAYER = "class L(keras.layers.Layer):\n    def call(self, x, n, mask):\n        return {}\n"
@@ -54,9 +54,9 @@ def test_assume_policy_parses_any_keras_file():
 
 def _findings(text: str, assume: str | None = None) -> list:
     """Every rule, both Keras targets: what the engine reports on `text`."""
-    from mplint.codes import all_codes
-    from mplint.engine import FileSettings, lint
-    from mplint.documents import load_document
+    from mplint.core.codes import all_codes
+    from mplint.engine.engine import FileSettings, lint
+    from mplint.inputs.documents import load_document
 
     # a module of a package (library code: its layers run under its users' policies)
     doc = load_document("src/module.py", text.encode())
@@ -207,9 +207,10 @@ def test_code_stage_leaves_unparsable_code_to_the_engine():
 def test_name_lists_cover_the_rules_tables():
     """The code stage matches the last name of what the rules resolve: every table the
     rules match against must have its names in the pre-filter's lists."""
-    from mplint import rule_evidence as p
+    from mplint.catalogue import rule_evidence as p
     from mplint.facts import float16_code, policy, training
-    from mplint_rules import _input_pipeline, migration, numerics, outputs
+    from mplint.facts import input_pipeline as _input_pipeline
+    from mplint_rules import migration, numerics, outputs
 
     def last(names):
         return {n.rsplit(".", 1)[-1] for n in names}
@@ -237,8 +238,8 @@ def test_name_lists_cover_the_rules_tables():
 
 
 def test_every_rule_has_evidence_and_unknown_rules_are_never_filtered():
-    from mplint import rule_evidence
-    from mplint.codes import RULES
+    from mplint.catalogue import rule_evidence
+    from mplint.core.codes import RULES
 
     assert rule_evidence.KNOWN_CODES == set(RULES)
     text = "import keras\n# mixed_float16\n"
@@ -275,7 +276,7 @@ class Head:
 def test_backend_step_evidence_matches_the_rules_text_hints():
     """MP206/MP207 look for steps only when their text hints are there; the evidence
     names cover each hint (`jax.grad` and `grad(` are the name `grad`)."""
-    from mplint import rule_evidence
+    from mplint.catalogue import rule_evidence
     from mplint.facts.training import SCALE_METHODS
     from rules import backend_steps
 

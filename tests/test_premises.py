@@ -1,7 +1,7 @@
 """Every finding carries the premises it rests on, with a status; the default tier shows
 only findings whose premises are proved or inferred; a fix is safe only on proved ones.
 
-The statuses (mplint.diagnostics.Status) are checked on the real engine's output:
+The statuses (mplint.core.diagnostics.Status) are checked on the real engine's output:
 proved (seen in the file), inferred (another module, pins), assumed (only the
 environment says so) and conflicting (the file's evidence disagrees)."""
 

@@ -7,9 +7,9 @@ import io
 
 import pytest
 
-from mplint.config import ConfigResolver
-from mplint.progress import Progress, terminal_progress
-from mplint.runner import RunOptions, run
+from mplint.inputs.config import ConfigResolver
+from mplint.frontends.progress import Progress, terminal_progress
+from mplint.engine.runner import RunOptions, run
 from tests.conftest import write
 
 

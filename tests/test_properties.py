@@ -11,10 +11,10 @@ import hypothesmith
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mplint.codes import all_codes
-from mplint.config import FileSettings
-from mplint.engine import check_document
-from mplint.documents import load_document
+from mplint.core.codes import all_codes
+from mplint.inputs.config import FileSettings
+from mplint.engine.engine import check_document
+from mplint.inputs.documents import load_document
 from tests.fixture_cases import cases
 
 ALL = frozenset(all_codes())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from mplint.codes import RULES
+from mplint.core.codes import RULES
 from tests.conftest import ROOT
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from mplint import ruledocs
-from mplint.codes import all_codes
+from mplint.catalogue import ruledocs
+from mplint.core.codes import all_codes
 
 
 def test_generated_rule_pages_are_up_to_date():
     stale = ruledocs.stale_pages()
-    assert not stale, f"docs/rules/ is out of date ({', '.join(stale)}): run `python -m mplint.ruledocs`"
+    assert not stale, f"docs/rules/ is out of date ({', '.join(stale)}): run `python -m mplint.catalogue.ruledocs`"
 
 
 def test_every_rule_has_a_page_with_its_docs():
-    from mplint.registry import rule_class
+    from mplint.catalogue.registry import rule_class
 
     for code in all_codes():
         page = (ruledocs.DOCS_DIR / f"{code}.md").read_text(encoding="utf-8")
@@ -41,7 +41,7 @@ def test_check_mode_notices_a_stale_and_a_leftover_page(tmp_path):
 
 
 def test_check_command_exit_code():
-    done = subprocess.run([sys.executable, "-m", "mplint.ruledocs", "--check"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "mplint.catalogue.ruledocs", "--check"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 

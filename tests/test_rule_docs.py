@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mplint.codes import RULES
-from mplint.diagnostics import FixAvailability, Severity
-from mplint.registry import rule_class
-from mplint.rule import REQUIRED_SECTIONS
+from mplint.core.codes import RULES
+from mplint.core.diagnostics import FixAvailability, Severity
+from mplint.catalogue.registry import rule_class
+from mplint.catalogue.rule import REQUIRED_SECTIONS
 
 
 @pytest.mark.parametrize("code", sorted(RULES))
@@ -25,9 +25,9 @@ def test_rule_metadata_and_docs(code):
 @pytest.mark.parametrize("code", sorted(RULES))
 def test_doc_examples_behave(code):
     """The Example must fire the rule and Use instead must not (when given a policy)."""
-    from mplint.config import FileSettings
-    from mplint.engine import lint
-    from mplint.source import decode_python
+    from mplint.inputs.config import FileSettings
+    from mplint.engine.engine import lint
+    from mplint.inputs.source import decode_python
 
     rule = rule_class(code)
     sections = rule.doc_sections()

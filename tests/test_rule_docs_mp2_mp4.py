@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from mplint.codes import RULES
-from mplint.prefilter import needs_parse
-from mplint.registry import rule_class
-from mplint.rule import REQUIRED_SECTIONS
+from mplint.core.codes import RULES
+from mplint.engine.prefilter import needs_parse
+from mplint.catalogue.registry import rule_class
+from mplint.catalogue.rule import REQUIRED_SECTIONS
 
 CODES = sorted(c for c, (_, family) in RULES.items() if family in ("loss_scaling", "migration"))
 

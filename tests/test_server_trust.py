@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from mplint import server_trust
+from mplint.frontends import server_trust
 from tests.conftest import MPLINT_EXE, write
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX") or not hasattr(os, "fork"),
@@ -61,7 +61,7 @@ LISTENER = textwrap.dedent("""
 
 def _socket_name(env: dict) -> str:
     """The socket path the installed client computes for this environment."""
-    proc = subprocess.run([sys.executable, "-c", "from mplint.launch import socket_path; print(socket_path())"],
+    proc = subprocess.run([sys.executable, "-c", "from mplint.frontends.launch import socket_path; print(socket_path())"],
                           env=env, capture_output=True, text=True, check=True)
     return proc.stdout.strip()
 

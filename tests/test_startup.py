@@ -18,8 +18,8 @@ def _imported_modules(statement: str) -> set[str]:
 
 
 def test_importing_the_cli_imports_no_tensorflow_and_no_parser():
-    modules = _imported_modules("import mplint.cli")
-    assert "mplint.cli" in modules
+    modules = _imported_modules("import mplint.frontends.cli")
+    assert "mplint.frontends.cli" in modules
     assert not any(m.startswith(("tensorflow", "keras", "tf_keras")) for m in modules)
     assert "libcst" not in modules
 
@@ -27,7 +27,7 @@ def test_importing_the_cli_imports_no_tensorflow_and_no_parser():
 def test_checking_a_file_without_mixed_precision_does_not_load_the_parser(tmp_path):
     (tmp_path / "plain.py").write_text("print('hello')\n")
     code = (
-        "import sys; from click.testing import CliRunner; from mplint.cli import main;"
+        "import sys; from click.testing import CliRunner; from mplint.frontends.cli import main;"
         f"r = CliRunner().invoke(main, ['--no-cache', {str(tmp_path)!r}]);"
         "assert r.exit_code == 0, r.output;"
         "assert 'libcst' not in sys.modules and 'tensorflow' not in sys.modules"
@@ -40,7 +40,7 @@ def test_linting_a_mixed_precision_file_never_imports_tensorflow(tmp_path):
         "import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy('float16')\n"
     )
     code = (
-        "import sys; from click.testing import CliRunner; from mplint.cli import main;"
+        "import sys; from click.testing import CliRunner; from mplint.frontends.cli import main;"
         f"r = CliRunner().invoke(main, ['--no-cache', {str(tmp_path)!r}]);"
         "assert r.exit_code == 1, r.output;"
         "assert 'libcst' in sys.modules and 'tensorflow' not in sys.modules and 'keras' not in sys.modules"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mplint.suppressions import parse_suppressions
+from mplint.inputs.suppressions import parse_suppressions
 from tests.conftest import write
 
 HEADER = "# mixed_float16\n"

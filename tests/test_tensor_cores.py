@@ -8,10 +8,10 @@ import libcst as cst
 import pytest
 
 from mplint.analysis.positions import compute_spans
-from mplint.engine import FileSettings, lint
+from mplint.engine.engine import FileSettings, lint
 from mplint.facts.module import ModuleFacts
-from mplint.source import Document
-from mplint.textpos import LineIndex
+from mplint.inputs.source import Document
+from mplint.core.textpos import LineIndex
 from mplint.facts.size_sites import _einsum_kernel_output_positions
 from mplint_rules.tensor_cores import growth_text, integer_text, round_up, rows_of
 

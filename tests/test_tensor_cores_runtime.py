@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from mplint.engine import FileSettings, check_document
-from mplint.source import Document
+from mplint.engine.engine import FileSettings, check_document
+from mplint.inputs.source import Document
 from tests.tf_harness import run_tf
 
 # One layer per line: the finding's row says which layer it is about.

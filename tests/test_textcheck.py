@@ -1,8 +1,8 @@
-"""mplint.textcheck: the in-memory check the language server and flake8 plugin use."""
+"""mplint.engine.textcheck: the in-memory check the language server and flake8 plugin use."""
 
 from __future__ import annotations
 
-from mplint.textcheck import check_text
+from mplint.engine.textcheck import check_text
 
 MODEL = "import tensorflow as tf\nlayer = tf.keras.layers.Dense(8, dtype='float16')\n"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mplint.cli import main
+from mplint.frontends.cli import main
 from mplint.verify.report import render_json, render_text
 from mplint.verify.runner import PROBE_DIR, VerifyOptions, VerifyResult, verify
 from mplint.verify.target import TargetError, choose_keras, entry_point, parse_target
@@ -487,7 +487,7 @@ def test_probe_runs_as_a_module_too() -> None:
 
 def test_cli_and_parent_side_never_import_tensorflow() -> None:
     code = (
-        "import sys, mplint.cli, mplint.verify.runner, mplint.verify.report, mplint.verify.target\n"
+        "import sys, mplint.frontends.cli, mplint.verify.runner, mplint.verify.report, mplint.verify.target\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'tensorflow', 'keras', 'tf_keras', 'numpy', 'libcst'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

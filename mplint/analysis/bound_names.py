@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from mplint.analysis.index import ModuleIndex
-from mplint.notebook import SENTINEL
+from mplint.inputs.notebook import SENTINEL
 
 _BUILTINS = frozenset(dir(builtins))
 

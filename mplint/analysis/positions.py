@@ -274,8 +274,8 @@ def _shifted(state: _TrackingState, wanted: list[cst.CSTNode], shift: int) -> di
 
 
 def _top_level_starts(module: cst.Module, text: str) -> list[int] | None:
-    from mplint.code_scan import top_level_statements
-    from mplint.textpos import LineIndex
+    from mplint.inputs.code_scan import top_level_statements
+    from mplint.core.textpos import LineIndex
 
     body = top_level_statements(text)  # Python's parser; the pre-filter's, for the same text
     if body is None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mplint.diagnostics import (  # noqa: F401  (the premise vocabulary, re-exported for rules)
+from mplint.core.diagnostics import (  # noqa: F401  (the premise vocabulary, re-exported for rules)
     BACKEND, CALL_PATH, DTYPE, FACTS, POLICY, ROLE, TARGET, Premise, Status, all_proved, tier_of, unproved_note,
 )
 

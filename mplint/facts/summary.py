@@ -35,7 +35,7 @@ def build_summary(facts: "ModuleFacts") -> dict[str, Any]:
     calls = _calls(facts)
     rows: dict[int, int] = {}
     if calls and not facts.path.endswith(".ipynb"):
-        from mplint.textpos import LineIndex
+        from mplint.core.textpos import LineIndex
 
         lines = LineIndex(facts.text)
         rows = {key: lines.row_col(span.start)[0] for key, span in facts.positions.spans([c for c, _ in calls]).items()}

@@ -170,7 +170,7 @@ class ProjectIndex:
         return entry, text
 
     def _read(self, path: str) -> bytes | None:
-        from mplint.source import read_bytes
+        from mplint.inputs.source import read_bytes
 
         try:
             return read_bytes(path)
@@ -178,8 +178,8 @@ class ProjectIndex:
             return None
 
     def _decode(self, path: str, data: bytes) -> str | None:
-        from mplint.documents import load_document
-        from mplint.source import SourceError
+        from mplint.inputs.documents import load_document
+        from mplint.inputs.source import SourceError
 
         try:
             return load_document(path, data).text
@@ -478,8 +478,8 @@ class ProjectIndex:
     def _build_summary(self, module: str, path: str, text: str) -> tuple[dict, dict] | None:
         from mplint.facts.module import ModuleFacts
         from mplint.facts.summary import build_summary
-        from mplint.gc_pause import paused_gc
-        from mplint.parsing import parse
+        from mplint.core.gc_pause import paused_gc
+        from mplint.inputs.parsing import parse
 
         try:
             tree = parse(text)  # the chunked parse the engine uses (it re-uses the chunks)
@@ -487,7 +487,7 @@ class ProjectIndex:
             return None
         context = ModuleContext(self, module, record=True)
         try:
-            with paused_gc():  # see mplint.gc_pause
+            with paused_gc():  # see mplint.core.gc_pause
                 facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed_for(path), project=context)
                 return build_summary(facts), context.deps
         except (RecursionError, MemoryError) as exc:

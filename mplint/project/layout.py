@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from mplint.config import DEFAULT_EXCLUDE
+from mplint.inputs.config import DEFAULT_EXCLUDE
 from mplint.facts.target import is_packaging_script
 
 MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")

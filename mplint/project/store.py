@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from mplint import __version__
-from mplint.cache import CACHE_DIR, file_digest, write_json
+from mplint.inputs.cache import CACHE_DIR, file_digest, write_json
 
 STORE_VERSION = "3"
 

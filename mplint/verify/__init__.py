@@ -9,6 +9,9 @@ Two halves that never share a process:
   builds the model, runs the checks on synthetic data and answers in JSON lines.
 
 Importing this package imports nothing else (the CLI stays cheap).
+
+May import: mplint.core, mplint.inputs (the configuration), mplint.facts (the Keras
+target). It sits beside the engine; only the front ends import it.
 """
 
 DEFAULT_TIMEOUT = 120.0  # seconds before the child is killed

@@ -141,7 +141,7 @@ def _configured_multiple(path: str | None) -> int:
     """`tensor-core-multiple` from the project's mplint configuration (8 if unset or unreadable)."""
     if path is None:
         return 8
-    from mplint.config import ConfigError, ConfigResolver
+    from mplint.inputs.config import ConfigError, ConfigResolver
 
     try:
         return int(ConfigResolver().for_path(path).tensor_core_multiple)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from mplint.engine import FileSettings, check_document, lint
-from mplint.source import decode_python
+from mplint.engine.engine import FileSettings, check_document, lint
+from mplint.inputs.source import decode_python
 
 
 def lint_and_fix(source: str, codes: frozenset[str], target: str):

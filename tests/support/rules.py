@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mplint.diagnostics import FixAvailability, Severity
-from mplint.rule import FixGroup, Replace, ReplaceText, Rule
+from mplint.core.diagnostics import FixAvailability, Severity
+from mplint.catalogue.rule import FixGroup, Replace, ReplaceText, Rule
 
 _DOC = """## What it does
 Test rule.

@@ -1,0 +1,200 @@
+"""The rule base: a rule is a small class with its metadata, docs and `check`.
+
+    class FloatSixteenOutput(Rule):
+        '''## What it does ... ## Why is this bad? ... ## Example ... ## Use instead ...
+        ## Fix safety ...'''
+        code = "MP101"
+        name = "float16-model-output"
+        severity = Severity.ERROR
+        fix_availability = FixAvailability.SOMETIMES
+        requires_mixed_policy = True
+
+        def check(self) -> None:
+            for call in self.facts.index.nodes(cst.Call): ...
+                self.report(call, "...", fix=self.fix("...", [Replace(old, new)], unsafe=True))
+
+Every subclass with a `code` is registered (see `mplint.catalogue.registry`). Rules read the
+shared module facts (`self.facts`: imports, policy, Keras target, values) and report
+nodes; the engine turns nodes into positions and changes into text edits.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Sequence, Union
+
+import libcst as cst
+
+from mplint.core.diagnostics import Applicability, FixAvailability, Severity
+from mplint.facts.premises import TARGET, Premise, Status, all_proved, computed_premise, target_premise, unproved_note
+
+if TYPE_CHECKING:
+    from mplint.facts.module import ModuleFacts
+
+# -- changes a fix is made of --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace a node (with the whitespace it owns) by a new node, rendered in place."""
+
+    node: cst.CSTNode
+    new: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class ReplaceText:
+    """Replace the node's own text (not its surrounding whitespace) by `text`."""
+
+    node: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
+class InsertBefore:
+    """Insert statement(s) `code` on the line(s) before a statement, same indentation."""
+
+    statement: cst.CSTNode
+    code: str
+
+
+@dataclass(frozen=True)
+class InsertAfter:
+    """Insert statement(s) `code` on the line(s) after a statement, same indentation."""
+
+    statement: cst.CSTNode
+    code: str
+
+
+@dataclass(frozen=True)
+class RemoveStatement:
+    """Delete a whole statement line (with its leading comments kept)."""
+
+    statement: cst.CSTNode
+
+
+Change = Union[Replace, ReplaceText, InsertBefore, InsertAfter, RemoveStatement]
+
+
+@dataclass(frozen=True, eq=False)
+class FixGroup:
+    """Fixes of several findings that only make sense together (`get_scaled_loss` ->
+    `scale_loss` and dropping `get_unscaled_gradients` in one loop). The engine offers
+    them all-or-nothing: each member's fix carries the edits of the whole group, and
+    when one member has no fix (suppressed, not selected, withheld) none has."""
+
+    size: int  # how many findings the group has
+    what: str  # what the group does, for messages ("the Keras 3 migration of this loop")
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    applicability: Applicability
+    message: str
+    changes: tuple[Change, ...]
+    group: FixGroup | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    code: str
+    name: str
+    severity: Severity
+    node: cst.CSTNode
+    message: str
+    fix: FixPlan | None
+    premises: tuple[Premise, ...] = ()
+
+
+# -- the base class ----------------------------------------------------------------------
+
+_SECTION = re.compile(r"^## (.+)$", re.M)
+REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
+
+
+class Rule:
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.WARNING
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    # Skip the rule (cheaply) unless a mixed policy is in force in the module.
+    requires_mixed_policy: ClassVar[bool] = False
+    # The finding or its fix is written for the file's Keras target (Keras 2 or 3): when
+    # the target is only assumed, the fix is unsafe and the message says so.
+    depends_on_target: ClassVar[bool] = False
+    # The facts a finding rests on (mplint.facts.premises.FACTS): computed for the place
+    # reported unless the rule states them (`report(..., premises=...)`). They decide the
+    # finding's tier; a fix is safe only where they (and the target, for a fix written for
+    # one Keras) are all proved.
+    premises: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, facts: "ModuleFacts", sink: list[Report]) -> None:
+        self.facts = facts
+        self._sink = sink
+
+    def check(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- helpers for subclasses -------------------------------------------------
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixPlan | None = None,
+        severity: Severity | None = None,
+        premises: Sequence[Premise] = (),
+    ) -> None:
+        stated = {p.fact: p for p in premises}
+        found: list[Premise] = []
+        for fact in self.premises:
+            premise = stated.pop(fact, None) or computed_premise(fact, self.facts, node)
+            if premise is not None:
+                found.append(premise)
+        found += stated.values()
+        fix_rests_on = list(found)
+        if self.depends_on_target and not any(p.fact == TARGET for p in found):
+            # The finding holds on either Keras; its fix is written for one of them.
+            target = target_premise(self.facts)
+            fix_rests_on.append(target)
+            if target.status is not Status.PROVED and target.status is not Status.INFERRED:
+                message = f"{message} ({self.facts.target.assumption})" if not target.status is Status.CONFLICTING \
+                    else f"{message} (fix withheld: {target.evidence})"
+            if target.status is Status.CONFLICTING:
+                fix = None
+        elif any(p.fact == TARGET and p.status is Status.CONFLICTING for p in found):
+            fix = None  # no fix written for a Keras the evidence disagrees on
+        note = unproved_note(tuple(found))
+        if note:
+            message = f"{message} ({note})"
+        if fix is not None and fix.applicability is Applicability.SAFE and not all_proved(tuple(fix_rests_on)):
+            fix = FixPlan(Applicability.UNSAFE, fix.message, fix.changes, fix.group)
+        self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix, tuple(found)))
+
+    @staticmethod
+    def fix(message: str, changes: Sequence[Change], unsafe: bool = False, group: FixGroup | None = None) -> FixPlan:
+        applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
+        return FixPlan(applicability, message, tuple(changes), group)
+
+    # -- documentation --------------------------------------------------------------
+    @classmethod
+    def doc(cls) -> str:
+        import textwrap
+
+        return textwrap.dedent(inspect.getdoc(cls) or "").strip()
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        text = cls.doc()
+        parts = _SECTION.split(text)
+        return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+    @classmethod
+    def summary(cls) -> str:
+        """First sentence of 'What it does'."""
+        what = cls.doc_sections().get("What it does", "")
+        return what.split("\n\n")[0].replace("\n", " ").strip()
+
+    @classmethod
+    def family(cls) -> str:
+        return cls.__module__.rsplit(".", 1)[-1]
