@@ -36,30 +36,29 @@ class UntrustedServer(Exception):
     """Something at the server's path failed a check; the message names the path and why."""
 
 
+def _own(path: str, is_kind, kind: str) -> os.stat_result:
+    """The `lstat` of `path`, which must be a `kind` (not a link) owned by this uid."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise UntrustedServer(f"{path}: cannot be checked ({exc.strerror})") from None
+    if not is_kind(info.st_mode):
+        raise UntrustedServer(f"{path}: not a {kind}")
+    if info.st_uid != os.getuid():
+        raise UntrustedServer(f"{path}: owned by uid {info.st_uid}, not by this user (uid {os.getuid()})")
+    return info
+
+
 def check_folder(folder: str) -> None:
     """Raise UntrustedServer unless `folder` is a private folder of this uid."""
-    try:
-        info = os.lstat(folder)
-    except OSError as exc:
-        raise UntrustedServer(f"{folder}: cannot be checked ({exc.strerror})") from None
-    if not stat.S_ISDIR(info.st_mode):
-        raise UntrustedServer(f"{folder}: not a folder (a link or a file)")
-    if info.st_uid != os.getuid():
-        raise UntrustedServer(f"{folder}: owned by uid {info.st_uid}, not by this user (uid {os.getuid()})")
+    info = _own(folder, stat.S_ISDIR, "folder (a link or a file)")
     if info.st_mode & 0o077:
         raise UntrustedServer(f"{folder}: open to other users (mode {stat.S_IMODE(info.st_mode):04o}, want 0700)")
 
 
 def check_socket_file(path: str) -> None:
     """Raise UntrustedServer unless `path` is a socket owned by this uid."""
-    try:
-        info = os.lstat(path)
-    except OSError as exc:
-        raise UntrustedServer(f"{path}: cannot be checked ({exc.strerror})") from None
-    if not stat.S_ISSOCK(info.st_mode):
-        raise UntrustedServer(f"{path}: not a socket")
-    if info.st_uid != os.getuid():
-        raise UntrustedServer(f"{path}: owned by uid {info.st_uid}, not by this user (uid {os.getuid()})")
+    _own(path, stat.S_ISSOCK, "socket")
 
 
 def peer_credentials(connection: socket.socket) -> tuple[int | None, int | None]:
