@@ -301,3 +301,46 @@ def test_per_file_ignores_replaces_and_extend_adds_to_the_config(mplint_exe, pro
 def test_usage_errors_exit_2(mplint_exe, project, args, message):
     result = mplint_exe(["check", "-n", *args], cwd=project)
     assert result.exit_code == 2 and message in result.stderr and result.stdout == ""
+
+
+def test_engine_codes_are_documented_and_cannot_be_selected_away(cli, tmp_path):
+    for code in ("MP000", "MP900"):
+        doc = cli(["rule", code])
+        assert doc.exit_code == 0 and f"# {code}" in doc.stdout and "cannot be selected, ignored" in doc.stdout
+        ignored = cli(["--ignore", code, "."], cwd=tmp_path)
+        assert ignored.exit_code == 2 and f"{code} is an engine code" in ignored.stderr
+
+
+def test_an_empty_selection_is_an_error_not_a_pass(cli, tmp_path):
+    result = cli(["--select", "", "."], cwd=tmp_path)
+    assert result.exit_code == 2 and "no rule code given" in result.stderr
+    assert "All checks passed" not in result.stdout
+
+
+def test_watch_without_watchfiles_is_one_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['watchfiles'] = None; from mplint.frontends.cli import main; main()"
+    proc = subprocess.run([sys.executable, "-c", code, "check", "--watch", "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "mplint: error: --watch needs watchfiles: pip install 'mplint[watch]'"
+
+
+def test_check_verify_without_tensorflow_names_an_option_check_has(monkeypatch, tmp_path, capsys):
+    """`mplint check --fix --verify` has no --python: its hint names `mplint verify --python`."""
+    from types import SimpleNamespace
+
+    import mplint.verify.report as report
+    import mplint.verify.runner as runner
+    import mplint.verify.target as target
+    from mplint.verify.command import verify_fixed_files
+
+    message = "x cannot import TensorFlow: install TensorFlow there, or pass --python with an interpreter that has it\n"
+    monkeypatch.setattr(target, "entry_point", lambda path: "build_model")
+    monkeypatch.setattr(runner, "verify", lambda path: SimpleNamespace(exit_code=2))
+    monkeypatch.setattr(report, "render_text", lambda result: message)
+    assert verify_fixed_files([str(tmp_path / "model.py")], to_stderr=False) == 2
+    out = capsys.readouterr().out
+    assert "pass --python" not in out and f"mplint verify --python PATH {tmp_path / 'model.py'}" in out

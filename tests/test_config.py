@@ -26,7 +26,11 @@ def _codes(cli, cwd, *args):
     [
         ("[tool.mplint]\nselct = ['MP1']\n", "unknown key 'selct'"),
         ("[tool.mplint]\nselect = ['MP7']\n", "select: unknown rule code MP7"),
-        ("[tool.mplint]\nignore = 'MP1, XX1'\n", "ignore: unknown rule code XX1"),
+        ("[tool.mplint]\nignore = ['MP1', 'XX1']\n", "ignore: unknown rule code XX1"),
+        # a string where a list belongs is refused, not read as codes (issue #28)
+        ("[tool.mplint]\nselect = 'MP1'\n", "select: expected a list of rule codes, got 'MP1'"),
+        ("[tool.mplint]\nignore = ['MP000']\n", "ignore: MP000 is an engine code"),
+        ("[tool.mplint]\nfail-on = 'never'\n", "fail-on: expected one of info, warning, error"),
         ("[tool.mplint]\ntarget = 'keras4'\n", "target: expected one of auto, keras2, keras3"),
         ("[tool.mplint]\ntensor-core-multiple = 0\n", "tensor-core-multiple: expected a positive integer"),
         ("[tool.mplint]\ntensor-core-multiple = 'eight'\n", "tensor-core-multiple: expected a positive integer"),

@@ -45,14 +45,11 @@ def test_check_command_exit_code():
     assert done.returncode == 0, done.stderr
 
 
-def test_doc_links_come_from_the_documentation_url_in_pyproject():
-    import tomllib
-
-    from tests.conftest import ROOT
-
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
-    base = declared["Documentation"].rstrip("/")
-    assert ruledocs.documentation_url() == base  # read back from the installed metadata
+def test_doc_links_come_from_the_documentation_url_in_pyproject(monkeypatch):
+    """A published mplint declares `Documentation` in [project.urls]; its rule links are
+    pages under it (this checkout declares none: see the next test)."""
+    base = "https://github.com/someone/mplint/blob/main/docs"
+    monkeypatch.setattr(ruledocs, "project_urls", lambda: {"documentation": base})
     for code in all_codes():
         assert ruledocs.rule_doc_url(code) == ruledocs.web_doc_url(code) == f"{base}/rules/{code}.md"
 
@@ -62,3 +59,16 @@ def test_doc_links_without_a_declared_url_are_the_local_pages(monkeypatch):
     code = all_codes()[0]
     assert ruledocs.rule_doc_url(code) == (ruledocs.DOCS_DIR / f"{code}.md").as_uri()
     assert ruledocs.web_doc_url(code) is None and ruledocs.homepage_url() is None
+
+
+def test_no_placeholder_home_is_declared_or_linked():
+    """Links only where there is a home: pyproject declares no placeholder URL, and one
+    that is (a fork's `OWNER`) is never used for SARIF or editor links."""
+    import tomllib
+
+    from tests.conftest import ROOT
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"].get("urls", {})
+    assert not [url for url in urls.values() if ruledocs.is_placeholder(url)]
+    assert ruledocs.is_placeholder("https://github.com/OWNER/mplint/blob/main/docs")
+    assert not ruledocs.is_placeholder("https://github.com/someone/mplint/blob/main/docs")

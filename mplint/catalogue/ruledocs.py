@@ -39,8 +39,14 @@ def project_urls() -> dict[str, str]:
     urls = {}
     for entry in entries:
         label, _, url = entry.partition(",")
-        urls[label.strip().lower()] = url.strip().rstrip("/")
+        if not is_placeholder(url):
+            urls[label.strip().lower()] = url.strip().rstrip("/")
     return urls
+
+
+def is_placeholder(url: str) -> bool:
+    """A URL that stands for "your repository here" and leads nowhere: never linked."""
+    return any(part in url for part in ("/OWNER/", "example.com", "example.org", "<", "YOUR"))
 
 
 def documentation_url() -> str | None:
@@ -173,3 +179,33 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+
+
+# The engine's own codes: not rules (they cannot be selected, ignored or suppressed), but
+# documented like them, for `mplint rule MP000` and the report formats.
+ENGINE_DOCS = {
+    "MP000": """# MP000 unreadable-or-invalid-source (engine code, error)
+
+## What it means
+A file mplint had to read could not be decoded or parsed: a syntax error (at its
+position), a file that is not UTF-8 and has no PEP 263 coding cookie, a binary file, or a
+notebook whose JSON is broken. The other files are still checked; this one is not.
+
+## What to do
+Fix the file, or exclude it (`exclude` in `[tool.mplint]`). A file that mentions neither
+mixed precision nor Keras/TensorFlow is never decoded, so its errors are not reported.
+
+MP000 is always reported: it cannot be selected, ignored or suppressed.""",
+    "MP900": """# MP900 internal-error (engine code, error)
+
+## What it means
+mplint itself failed: a rule raised an exception on this file (the message names the
+rule and where), or a fix was discarded because applying it would have made the code
+invalid (the finding is still reported, without its fix). The run exits 2.
+
+## What to do
+Report it with the file (or a reduced copy) and the message. The file's other findings
+are still reported; a discarded fix was never written.
+
+MP900 is always reported: it cannot be selected, ignored or suppressed.""",
+}

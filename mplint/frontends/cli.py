@@ -113,11 +113,13 @@ def check(**options) -> None:
         if request.watch:
             from mplint.frontends.watch import watch
 
-            raise click.exceptions.Exit(watch(request, resolver))
-        if request.applies_fixes and not request.diff:
+            code = watch(request, resolver)
+        elif request.applies_fixes and not request.diff:
             # Let SIGTERM unwind like Ctrl-C: writes in flight finish or are undone.
             signal.signal(signal.SIGTERM, _terminate)
-        code = execute(request, resolver)
+            code = execute(request, resolver)
+        else:
+            code = execute(request, resolver)
     except (UsageError, ConfigError) as exc:
         raise _fail(str(exc))
     except (KeyboardInterrupt, SystemExit) as exc:
@@ -161,6 +163,11 @@ def rule(code, show_all, output_format) -> None:
     if not code:
         raise _fail("give a rule code (mplint rule MP101) or --all")
     code = code.upper()
+    from mplint.catalogue.ruledocs import ENGINE_DOCS
+
+    if code in ENGINE_DOCS:
+        click.echo(ENGINE_DOCS[code])
+        return
     if code not in RULES:
         raise _fail(f"unknown rule code {code} (see `mplint rule --all`)")
     cls = rule_class(code)

@@ -141,18 +141,28 @@ def _known_codes() -> list[str]:
     return all_codes()
 
 
-def validated_codes(value: Any, where: str) -> tuple[str, ...]:
-    """Rule codes/prefixes from a string or list; ConfigError naming `where` if unknown."""
-    if isinstance(value, str):
+def validated_codes(value: Any, where: str, list_only: bool = False) -> tuple[str, ...]:
+    """Rule codes/prefixes from a string (the command line) or a list (the configuration,
+    `list_only`); ConfigError naming `where` if unknown, empty, or an engine code."""
+    if isinstance(value, str) and not list_only:
         codes = parse_codes(value)
+        if not codes:
+            raise ConfigError(f"{where}: no rule code given (to turn every rule off, use --ignore MP)")
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
         codes = parse_codes(value)
     else:
         raise ConfigError(f"{where}: expected a list of rule codes, got {value!r}")
+    engine = [c for c in codes if c.upper() in ENGINE_CODES]
+    if engine:
+        raise ConfigError(f"{where}: {engine[0]} is an engine code (unreadable file, internal error): it is always "
+                          "reported and cannot be selected or ignored")
     bad = unknown_codes(codes, _known_codes())
     if bad:
         raise ConfigError(f"{where}: unknown rule code {', '.join(bad)}")
     return tuple(codes)
+
+
+ENGINE_CODES = ("MP000", "MP900")
 
 
 def per_file_ignores_option(values: Iterable[str], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -179,11 +189,11 @@ def settings_from_table(table: dict[str, Any], source: str, root: str) -> Settin
         )
     values: dict[str, Any] = {"root": root, "config_file": source}
     if "select" in table:
-        values["select"] = validated_codes(table["select"], f"{source}: select")
+        values["select"] = validated_codes(table["select"], f"{source}: select", list_only=True)
     if "extend-select" in table:
-        values["extend_select"] = validated_codes(table["extend-select"], f"{source}: extend-select")
+        values["extend_select"] = validated_codes(table["extend-select"], f"{source}: extend-select", list_only=True)
     if "ignore" in table:
-        values["ignore"] = validated_codes(table["ignore"], f"{source}: ignore")
+        values["ignore"] = validated_codes(table["ignore"], f"{source}: ignore", list_only=True)
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]
         if not isinstance(pfi, dict):

@@ -64,6 +64,10 @@ def verify_fixed_files(paths: list, to_stderr: bool) -> int:
                        "`train_step`)", err=to_stderr)
             continue
         result = run_verify(path)
-        click.echo(render_text(result), nl=False, err=to_stderr)
+        # `mplint check` has no --python: the way to another interpreter is `mplint verify`.
+        text = render_text(result).replace(
+            "or pass --python with an interpreter that has it",
+            f"or run `mplint verify --python PATH {path}` with an interpreter that has it")
+        click.echo(text, nl=False, err=to_stderr)
         worst = max(worst, result.exit_code)
     return worst

@@ -65,12 +65,14 @@ def _engine_descriptor(code: str, name: str) -> dict[str, Any]:
         "MP000": "The file could not be read or parsed as Python, so it was not checked.",
         "MP900": "mplint hit an internal error or discarded a fix that would break the code.",
     }[code]
+    from mplint.catalogue.ruledocs import ENGINE_DOCS
+
     return {
         "id": code,
         "name": name,
         "shortDescription": {"text": text},
         "fullDescription": {"text": text},
-        "help": {"text": text},
+        "help": {"text": ENGINE_DOCS[code], "markdown": ENGINE_DOCS[code]},
         "defaultConfiguration": {"level": "error"},
     }
 
