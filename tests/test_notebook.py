@@ -322,3 +322,17 @@ def test_a_cell_that_is_not_python_is_reported_and_the_rest_checked(tmp_path):
     fixed = nbformat.read(str(path), as_version=4)
     assert fixed.cells[1].source == cells[1].source
     assert fixed.cells[0].source == cells[0].source.replace(FLOAT16_LAYER, MIXED_LAYER)
+
+
+def test_a_notebook_json_error_says_where_in_full(tmp_path):
+    """json's message for a control character ends in "at": the position is said too."""
+    import json as _json
+    import subprocess
+    import sys
+
+    path = tmp_path / "bad.ipynb"
+    path.write_bytes(b'{"cells": [{"cell_type": "code", "source": "import tensorflow\x01"}]}')
+    proc = subprocess.run([sys.executable, "-m", "mplint", "--no-cache", "--output-format", "json", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    (finding,) = _json.loads(proc.stdout)
+    assert finding["message"] == "broken notebook: invalid JSON: Invalid control character at line 1, column 62"

@@ -416,7 +416,9 @@ def decode_notebook(path: str, data: bytes) -> NotebookDocument:
     try:
         notebook = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise SourceError(f"broken notebook: invalid JSON: {exc.msg}", Location(exc.lineno, exc.colno)) from None
+        # json's `msg` can end in "at" (its position follows in str(exc)): say where, in full.
+        raise SourceError(f"broken notebook: invalid JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno}, "
+                          f"column {exc.colno}", Location(exc.lineno, exc.colno)) from None
     if isinstance(notebook, dict) and "worksheets" in notebook and "cells" not in notebook:
         raise SourceError("broken notebook: nbformat 3 notebooks are not supported (open and save it in Jupyter)")
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
