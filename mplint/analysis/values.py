@@ -422,10 +422,14 @@ class ValueResolver:
         pass, one value per call site whose argument is known (the others are left out:
         nothing can be said about them). Empty if nothing is known."""
         value = self.resolve(node, depth)
-        if value is not None:
+        # A parameter's default is one case; the arguments callers in other modules pass
+        # (`build_model(hidden=1020)` in train.py) are the others.
+        defaulted = value is not None and self.project is not None and any(
+            s.via.startswith("parameter ") for s in value.sources)
+        if value is not None and not defaulted:
             return [value]
         if depth > 3 or self.call_graph is None:
-            return []
+            return [value] if value is not None else []
         reads = [(read, found) for read, found in self._parameter_reads(node) if found is not None]
         if len({id(found[1]) for _, found in reads}) != 1:
             return []  # no parameter, or several: the combinations are not followed
@@ -441,7 +445,12 @@ class ValueResolver:
             for argument in self.project.arguments(self.call_graph().key_of(function), param.name.value):
                 if argument is not None and hasattr(argument, "value"):
                     candidates.append(external_value(argument))  # type: ignore[arg-type]
-        cases: list[Value] = []
+        if defaulted:
+            external = [c for c in candidates if any(s.via.startswith("argument ") for s in c.sources)]
+            if not external:
+                return [value]  # type: ignore[list-item]
+            candidates = external
+        cases: list[Value] = [value] if defaulted else []  # type: ignore[list-item]
         for candidate in candidates:  # the expression, with the parameter's reads taking each value
             for read, _ in reads:
                 self._overrides[id(read)] = candidate
