@@ -62,25 +62,20 @@ def unkept_condition(facts, step, generation: str | None) -> str | None:
     its wrapper, or around every mixed policy setting for `compile`'s), where it does not
     also guard the step: an edit that calls the loss-scaling API there would raise on the
     path that skips it."""
-    from mplint.analysis.guards import condition_text, guard_of
+    from mplint.analysis.guards import condition_text, guard_not_shared, guard_of
 
     index = facts.index
-    at_step = {id(test) for test, _ in guard_of(index, step.call)}
     if generation in ("current", "experimental") and step.optimizer is not None and step.optimizer.wrapper is not None:
-        sources = [step.optimizer.wrapper]
+        source = step.optimizer.wrapper
     elif generation == "compile":
         settings = [s.call for s in facts.policy.mixed_global_settings]
-        guards = [guard_of(index, call) for call in settings]
-        if not settings or any(not g for g in guards):
-            return None
-        sources = settings[:1]
+        if not settings or any(not guard_of(index, call) for call in settings):
+            return None  # some mixed setting runs unconditionally: compile always wraps
+        source = settings[0]
     else:
         return None
-    for node in sources:
-        missing = [(test, negated) for test, negated in guard_of(index, node) if id(test) not in at_step]
-        if missing:
-            return condition_text(facts.module, missing)
-    return None
+    missing = guard_not_shared(index, source, step.call)
+    return condition_text(facts.module, missing) if missing else None
 
 
 def models_built_before_the_policy(facts, step) -> bool:
@@ -448,10 +443,9 @@ class GradientsNotUnscaled(Rule):
                 continue  # not a LossScaleOptimizer at all: MP201 reports (and fixes) the loop
             assert scaling.call is not None and isinstance(scaling.call.func, cst.Attribute)
             receiver = code(facts, scaling.call.func.value)
-            from mplint.analysis.guards import guard_of
+            from mplint.analysis.guards import guard_not_shared
 
-            at_step = {id(test) for test, _ in guard_of(facts.index, step.call)}
-            missing = [g for g in guard_of(facts.index, scaling.call) if id(g[0]) not in at_step]
+            missing = guard_not_shared(facts.index, scaling.call, step.call)
             self.report(
                 step.call,
                 f"gradients of the scaled loss reach `{code(facts, step.apply.func)}` without "  # type: ignore[union-attr]

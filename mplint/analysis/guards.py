@@ -34,6 +34,13 @@ def guard_of(index: ModuleIndex, node: cst.CSTNode) -> Guard:
     return found
 
 
+def guard_not_shared(index: ModuleIndex, node: cst.CSTNode, at: cst.CSTNode) -> Guard:
+    """The conditions `node` runs under that do not also guard `at`: an edit at `at` that
+    relies on what `node` did must keep them (`if amp: opt = LossScaleOptimizer(opt)`)."""
+    at_guard = {id(test) for test, _ in guard_of(index, at)}
+    return [(test, negated) for test, negated in guard_of(index, node) if id(test) not in at_guard]
+
+
 def condition_text(module: cst.Module, guard: Guard) -> str:
     terms = []
     for test, negated in guard:

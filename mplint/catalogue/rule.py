@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 import libcst as cst
 
 from mplint.core.diagnostics import Applicability, FixAvailability, Severity
-from mplint.facts.premises import TARGET, Premise, Status, all_proved, computed_premise, target_premise, unproved_note
+from mplint.core.diagnostics import TARGET, Premise, Status, all_proved, unproved_note
+from mplint.facts.premises import computed_premise, target_premise
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -153,16 +154,16 @@ class Rule:
                 found.append(premise)
         found += stated.values()
         fix_rests_on = list(found)
-        if self.depends_on_target and not any(p.fact == TARGET for p in found):
+        target = next((p for p in found if p.fact == TARGET), None)
+        if target is None and self.depends_on_target:
             # The finding holds on either Keras; its fix is written for one of them.
             target = target_premise(self.facts)
             fix_rests_on.append(target)
-            if target.status is not Status.PROVED and target.status is not Status.INFERRED:
-                message = f"{message} ({self.facts.target.assumption})" if not target.status is Status.CONFLICTING \
-                    else f"{message} (fix withheld: {target.evidence})"
-            if target.status is Status.CONFLICTING:
-                fix = None
-        elif any(p.fact == TARGET and p.status is Status.CONFLICTING for p in found):
+            if target.status is Status.ASSUMED:
+                message = f"{message} ({self.facts.target.assumption})"
+            elif target.status is Status.CONFLICTING:
+                message = f"{message} (fix withheld: {target.evidence})"
+        if target is not None and target.status is Status.CONFLICTING:
             fix = None  # no fix written for a Keras the evidence disagrees on
         note = unproved_note(tuple(found))
         if note:

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mplint.core.diagnostics import (  # noqa: F401  (the premise vocabulary, re-exported for rules)
-    BACKEND, CALL_PATH, DTYPE, FACTS, POLICY, ROLE, TARGET, Premise, Status, all_proved, tier_of, unproved_note,
-)
+from mplint.core.diagnostics import BACKEND, POLICY, TARGET, Premise, Status
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -64,10 +62,11 @@ def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
     from mplint.facts.float16_code import is_library_module
 
     project = facts.project
-    if is_library_module(facts.path) and (project is None or project.mentions_float16()):
+    library = is_library_module(facts.path)
+    if library and (project is None or project.mentions_float16()):
         return Premise(POLICY, "mixed_float16", Status.INFERRED,
                        "a library's layer code runs under its users' policy, and its project uses mixed_float16")
-    if is_library_module(facts.path) and project.mentions_mixed_precision():
+    if library and project.mentions_mixed_precision():
         return Premise(POLICY, "mixed_float16", Status.ASSUMED,
                        "library code of a project that uses only bfloat16 mixed precision")
     return Premise(POLICY, "mixed_float16", Status.ASSUMED, "no mixed policy is set in the project")
