@@ -6,7 +6,8 @@ expects.
     MPLINT_NO_SERVER=1 python bench/audit.py run fresh /tmp/fresh-corpus/*
 
 The list is tab-separated with a header: repo (owner/name), commit (40 hex digits),
-kind, why. Nothing fetched is kept in this repository. A repository that can no longer
+kind, why, and optionally folder (the checkout's folder name, where an earlier round's
+labels key findings by another name than `owner-name`). Nothing fetched is kept in this repository. A repository that can no longer
 be fetched at its commit is reported and skipped.
 """
 
@@ -23,8 +24,8 @@ def rows(listing: str) -> list[dict]:
         return [r for r in csv.DictReader(handle, delimiter="\t") if r.get("repo")]
 
 
-def fetch(repo: str, commit: str, into: str) -> bool:
-    folder = os.path.join(into, repo.replace("/", "-"))
+def fetch(repo: str, commit: str, into: str, name: str = "") -> bool:
+    folder = os.path.join(into, name or repo.replace("/", "-"))
     if os.path.isdir(os.path.join(folder, ".git")):
         current = subprocess.run(["git", "-C", folder, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
         if current == commit:
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> None:
     if len(argv) != 2:
         raise SystemExit(__doc__)
     listing, into = argv
-    fetched = [r["repo"] for r in rows(listing) if fetch(r["repo"], r["commit"], into)]
+    fetched = [r["repo"] for r in rows(listing) if fetch(r["repo"], r["commit"], into, r.get("folder") or "")]
     print(f"{len(fetched)} repositories under {into}")
 
 

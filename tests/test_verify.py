@@ -152,6 +152,22 @@ def test_correct_keras2_custom_loop_passes() -> None:
 # -- fit-style models and numerics -----------------------------------------------------
 
 @pytest.mark.tensorflow
+def test_fit_step_that_unscales_twice_fails_loss_scaling() -> None:
+    """Issue #27: a train_step driven by fit that divides the gradients by 32768 before
+    `apply` (which unscales them again) fails, with advice that does not tell a
+    LossScaleOptimizer to wrap itself in one; the correct step passes."""
+    code, report = run_verify(fixture("fit_step_unscaled_twice.py"))
+    scaling = checks_of(report)["loss-scaling"]
+    assert (code, report["verdict"], scaling["status"]) == (1, "failed", "fail")
+    assert "unscaled twice" in scaling["detail"] and scaling["measured"]["gradient_ratio"] < 1e-3
+    assert "wrap the optimizer" not in scaling["detail"] and "do not divide them yourself" in scaling["detail"]
+    code, report = run_verify(fixture("train_step_unpacks_data.py"))
+    assert (code, report["verdict"], checks_of(report)["loss-scaling"]["status"]) == (0, "ok", "pass")
+    assert report["summary"]["failed"] == 0 and report["summary"]["not_proved"] == 0
+
+
+
+@pytest.mark.tensorflow
 def test_fit_model_whose_model_policy_is_float32_fails_loss_scaling() -> None:
     code, report = run_verify(fixture("layer_policy_only.py"), "--keras", "2")
     assert code == 1
@@ -184,9 +200,9 @@ def test_policy_option_applies_when_the_code_sets_none() -> None:
     # A subclassed model: inputs from its build shape, outputs traced through its layers.
     assert checks["finite-forward"]["measured"]["inputs"] == ["input: float32(8, 16) normal(0, 1)"]
     assert checks["output-dtype"]["measured"]["outputs"] == {"output": "float32"}
-    assert checks["loss-scaling"]["status"] == "skip"
+    assert checks["loss-scaling"]["status"] == "n/a"
     assert "bfloat16" in checks["loss-scaling"]["detail"]
-    assert checks["tensor-cores"]["status"] == "skip"
+    assert checks["tensor-cores"]["status"] == "n/a"
     assert checks["float32-agreement"]["measured"]["tolerance"] == pytest.approx(0.1)
     assert checks["gradient-underflow"]["status"] == "pass"
 
@@ -280,7 +296,7 @@ def test_check_fix_verify_verifies_each_fixed_file_with_an_entry_point(tmp_path:
     assert "verify: policy.py: skipped (no model entry point" in out
     assert "mplint verify model.py (build_model())" in out
     assert "policy mixed_float16 (set by the code)" in out
-    assert "result: ok (7 checks, none failed)" in out
+    assert "result: ok (every applicable check passed)" in out
     assert "clean.py" not in out  # not fixed, so not verified
 
 
@@ -449,19 +465,65 @@ def test_interpreter_that_does_not_exist(tmp_path: Path) -> None:
     assert result.exit_code == 2 and result.error["kind"] == "bad-python"
 
 
+def _check(name: str, status: str, detail: str = "d") -> dict:
+    return {"name": name, "status": status, "detail": detail, "measured": {}}
+
+
 def test_report_json_shape_and_exit_codes() -> None:
-    passing = VerifyResult("m.py", checks=[{"name": "output-dtype", "status": "pass", "detail": "d", "measured": {}},
-                                          {"name": "loss-scaling", "status": "skip", "detail": "d", "measured": {}}],
-                           info={"policy": "mixed_float16", "keras": "3"})
-    failing = VerifyResult("m.py", checks=passing.checks + [
-        {"name": "tensor-cores", "status": "fail", "detail": "units 10", "measured": {}}], info=passing.info)
+    info = {"policy": "mixed_float16", "keras": "3"}
+    passing = VerifyResult("m.py", checks=[_check("output-dtype", "pass"), _check("loss-scaling", "pass"),
+                                           _check("tensor-cores", "n/a")], info=info)
+    failing = VerifyResult("m.py", checks=passing.checks + [_check("variable-dtype", "fail", "float16 kernel")],
+                           info=info)
     broken = VerifyResult("m.py", checks=passing.checks, error={"kind": "timeout", "message": "timed out"})
-    assert (passing.exit_code, failing.exit_code, broken.exit_code) == (0, 1, 2)
+    unproved = VerifyResult("m.py", checks=[_check("output-dtype", "pass"),
+                                            _check("loss-scaling", "skip", "no float32 reference gradient")], info=info)
+    assert (passing.exit_code, failing.exit_code, broken.exit_code, unproved.exit_code) == (0, 1, 2, 3)
+    assert [r.verdict for r in (passing, failing, broken, unproved)] == ["ok", "failed", "error", "not-proved"]
     data = json.loads(render_json(failing))
-    assert {"target", "policy", "keras", "checks", "ok"} <= set(data)
+    assert {"target", "policy", "keras", "checks", "ok", "verdict", "summary"} <= set(data)
     assert data["ok"] is False and data["policy"] == "mixed_float16" and data["keras"] == "3"
-    assert "FAIL  tensor-cores" in render_text(failing)
+    assert data["summary"] == {"proved": 2, "failed": 1, "not_proved": 0, "skipped": 0, "not_applicable": 1,
+                               "key_not_proved": []}
+    assert "FAIL  variable-dtype" in render_text(failing)
+    assert render_text(failing).endswith("result: 1 of 4 checks failed: variable-dtype (exit 1)\n")
     assert "result: could not verify (exit 2)" in render_text(broken)
+    assert "summary: 2 proved, 0 failed, 0 not proved, 1 not applicable" in render_text(passing)
+    assert render_text(passing).endswith("result: ok (every applicable check passed)\n")
+
+
+def test_a_skipped_key_check_is_not_proved_never_ok() -> None:
+    """A check that could not be made is a skip, and a skipped key check makes the result
+    "not proved" (exit 3): a verifier must never show a check it did not make as passed."""
+    info = {"policy": "mixed_float16", "keras": "3"}
+    unproved = VerifyResult("m.py", checks=[_check("output-dtype", "pass"),
+                                            _check("loss-scaling", "skip", "no float32 reference gradient")], info=info)
+    assert not unproved.ok and unproved.verdict == "not-proved" and unproved.exit_code == 3
+    text = render_text(unproved)
+    assert "  skip  loss-scaling" in text and "no float32 reference gradient" in text
+    assert text.endswith("result: not proved: loss-scaling could not be made (see above) (exit 3)\n")
+    data = json.loads(render_json(unproved))
+    assert data["verdict"] == "not-proved" and data["ok"] is False
+    assert data["summary"]["key_not_proved"] == ["loss-scaling"] and data["summary"]["not_proved"] == 1
+    # A skip of a check that is not key is reported but does not withhold "ok".
+    side = VerifyResult("m.py", checks=[_check("output-dtype", "pass"), _check("gradient-underflow", "skip")],
+                        info=info)
+    assert side.verdict == "ok" and (side.summary()["not_proved"], side.summary()["skipped"]) == (0, 1)
+    assert "summary: 1 proved, 0 failed, 0 not proved, 1 skipped (not key), 0 not applicable" in render_text(side)
+    # Not applicable is not a skip: bfloat16 needs no loss scaling.
+    bfloat16 = VerifyResult("m.py", checks=[_check("output-dtype", "pass"), _check("loss-scaling", "n/a")], info=info)
+    assert bfloat16.verdict == "ok"
+    # No check at all proves nothing.
+    assert VerifyResult("m.py", checks=[], info=info).verdict == "not-proved"
+
+
+def test_worst_exit_code_over_several_files() -> None:
+    from mplint.verify.runner import worst_exit_code
+
+    assert worst_exit_code([0, 3, 1]) == 1
+    assert worst_exit_code([0, 3]) == 3
+    assert worst_exit_code([3, 1, 2]) == 2
+    assert worst_exit_code([]) == 0
 
 
 def test_probe_depends_only_on_stdlib_tensorflow_and_numpy() -> None:
@@ -535,7 +597,7 @@ def test_loss_scaling_analysis_from_values() -> None:
     no_loss = _observation(2.0, 32768.0, 1.0)
     no_loss.loss = None
     assert status(no_loss).status == "skip" and "returned no scalar loss" in status(no_loss).detail
-    assert status(_observation(2.0, 1.0, 1.0), policy="mixed_bfloat16").status == "skip"
+    assert status(_observation(2.0, 1.0, 1.0), policy="mixed_bfloat16").status == "n/a"
 
     lost = check_gradient_underflow("mixed_float16", _observation(2.0, 1.0, 1.0, zero_first=True), _reference())
     assert lost.status == "fail" and lost.measured["underflowed"] == 1 and lost.measured["entries"] == 5

@@ -16,6 +16,8 @@ code are thrown away and reported as MP900 naming their rule; the others are kep
 
 from __future__ import annotations
 
+import collections
+
 import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -378,6 +380,10 @@ def _check_document(doc: Document, settings: FileSettings, filename: str, *, fix
         outcome.findings = findings
         return outcome
     must_compile = compiles(doc, doc.text)
+    # A finding counts as fixed once, whatever follow-up edits its fix needs in later
+    # rounds (a fix whose result another rule then rewrites): the count matches the
+    # "N fixable" of a check without --fix.
+    uncounted = collections.Counter(f.code for f in findings if f.fix is not None and f.fix.applies(unsafe))
     current = doc
     rejected: set[tuple] = set()
     errors: list[Finding] = []
@@ -424,8 +430,10 @@ def _check_document(doc: Document, settings: FileSettings, filename: str, *, fix
             converged = True
             break
         for finding in chosen:
-            outcome.fixed_codes[finding.code] = outcome.fixed_codes.get(finding.code, 0) + 1
-        outcome.fixed += len(chosen)
+            if uncounted[finding.code] > 0:
+                uncounted[finding.code] -= 1
+                outcome.fixed_codes[finding.code] = outcome.fixed_codes.get(finding.code, 0) + 1
+                outcome.fixed += 1
         current = current.with_text(new_text)
         findings = lint(current, settings, filename, module=module, project=project)
     if not converged:

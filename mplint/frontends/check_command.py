@@ -176,7 +176,9 @@ def execute(request: CheckRequest, resolver) -> int:
         from mplint.verify.command import verify_fixed_files
 
         to_stderr = request.output_format not in ("concise", "text") or request.output_file is not None
-        code = max(code, verify_fixed_files(result.fixed_paths, to_stderr=to_stderr))
+        from mplint.verify.runner import worst_exit_code
+
+        code = worst_exit_code([code, verify_fixed_files(result.fixed_paths, to_stderr=to_stderr)])
     return code
 
 

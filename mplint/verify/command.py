@@ -33,7 +33,8 @@ def verify(target, python, policy, keras, backend, steps, timeout, output_format
     build_model, create_model, get_model, make_model, then a module-level `model`.
     The user's code runs in a child process, on synthetic data only.
 
-    Exit 0: all checks pass; 1: a check failed; 2: could not run.
+    Exit 0: every applicable check was made and passed; 1: a check failed; 2: could not
+    run; 3: not proved (a key check applies but could not be made: the report says which and why).
     """
     from mplint.verify.report import render
     from mplint.verify.runner import VerifyOptions
@@ -48,12 +49,14 @@ def verify(target, python, policy, keras, backend, steps, timeout, output_format
 
 def verify_fixed_files(paths: list, to_stderr: bool) -> int:
     """`mplint check --fix --verify`: verify each fixed file that has a model entry point,
-    one report per file; returns the worst exit code (0, 1 or 2)."""
+    one report per file; returns the worst exit code (2 could not run, then 1 failed, then 3 not proved, then 0)."""
     from mplint.verify.report import render_text
     from mplint.verify.runner import verify as run_verify
     from mplint.verify.target import entry_point
 
-    worst = 0
+    from mplint.verify.runner import worst_exit_code
+
+    codes: list[int] = []
     if not paths:
         click.echo("verify: no file was fixed, nothing to verify", err=to_stderr)
     for path in paths:
@@ -69,5 +72,5 @@ def verify_fixed_files(paths: list, to_stderr: bool) -> int:
             "or pass --python with an interpreter that has it",
             f"or run `mplint verify --python PATH {path}` with an interpreter that has it")
         click.echo(text, nl=False, err=to_stderr)
-        worst = max(worst, result.exit_code)
-    return worst
+        codes.append(result.exit_code)
+    return worst_exit_code(codes)

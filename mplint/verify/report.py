@@ -8,7 +8,7 @@ import textwrap
 
 from mplint.verify.runner import VerifyResult
 
-_STATUS = {"pass": "pass", "fail": "FAIL", "skip": "skip"}
+_STATUS = {"pass": "pass", "fail": "FAIL", "skip": "skip", "n/a": "n/a"}
 # TensorFlow's start-up chatter, left out of the output shown with an error.
 _TF_NOISE = re.compile(r"^([IWE]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl|To enable the following instructions)")
 
@@ -61,12 +61,29 @@ def render_text(result: VerifyResult) -> str:
             lines.extend("    " + line for line in _user_output(result.output_tail))
         lines.append("result: could not verify (exit 2)")
     else:
-        failed = [c["name"] for c in result.checks if c["status"] == "fail"]
-        if failed:
-            lines.append(f"result: {len(failed)} of {len(result.checks)} checks failed: {', '.join(failed)}")
-        else:
-            lines.append(f"result: ok ({len(result.checks)} checks, none failed)")
+        lines.append(_summary_line(result))
+        lines.append(_result_line(result))
     return "\n".join(lines) + "\n"
+
+
+def _summary_line(result: VerifyResult) -> str:
+    summary = result.summary()
+    skipped = f", {summary['skipped']} skipped (not key)" if summary["skipped"] else ""
+    return (f"summary: {summary['proved']} proved, {summary['failed']} failed, {summary['not_proved']} not proved"
+            f"{skipped}, {summary['not_applicable']} not applicable")
+
+
+def _result_line(result: VerifyResult) -> str:
+    verdict = result.verdict
+    if verdict == "failed":
+        failed = [c["name"] for c in result.checks if c["status"] == "fail"]
+        return f"result: {len(failed)} of {len(result.checks)} checks failed: {', '.join(failed)} (exit 1)"
+    if verdict == "not-proved":
+        if not result.checks:
+            return "result: not proved: no check ran (exit 3)"
+        names = ", ".join(c["name"] for c in result.not_proved)
+        return f"result: not proved: {names} could not be made (see above) (exit 3)"
+    return "result: ok (every applicable check passed)"
 
 
 def render(result: VerifyResult, output_format: str) -> str:

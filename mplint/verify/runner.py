@@ -64,6 +64,22 @@ class VerifyOptions:
     backend: str = "auto"  # "auto", "tensorflow", "jax" or "torch"
 
 
+# The checks a verdict of "ok" needs: when one of them applies but could not be made, the
+# result is "not proved" (exit 3), never ok. The others (variable-dtype, gradient-underflow,
+# tensor-cores) report a skip but do not decide the verdict.
+KEY_CHECKS = frozenset({"output-dtype", "finite-forward", "float32-agreement", "loss-scaling", "training-update"})
+EXIT_CODES = {"ok": 0, "failed": 1, "error": 2, "not-proved": 3}
+# Worst first, for a run over several files (`check --fix --verify`).
+VERDICT_ORDER = ("error", "failed", "not-proved", "ok")
+
+
+def worst_exit_code(codes) -> int:
+    """The exit code of the worst verdict among `codes` (0 when there is none)."""
+    by_code = {code: verdict for verdict, code in EXIT_CODES.items()}
+    verdicts = [by_code[c] for c in codes]
+    return next((EXIT_CODES[v] for v in VERDICT_ORDER if v in verdicts), 0)
+
+
 @dataclass
 class VerifyResult:
     target: str
@@ -76,14 +92,37 @@ class VerifyResult:
     duration: float = 0.0
 
     @property
+    def not_proved(self) -> list:
+        """The key checks that apply here but could not be made."""
+        return [c for c in self.checks if c["status"] == "skip" and c["name"] in KEY_CHECKS]
+
+    @property
+    def verdict(self) -> str:
+        """"error" (could not run), "failed", "not-proved" (a key check was skipped) or "ok"."""
+        if self.error is not None:
+            return "error"
+        if any(c["status"] == "fail" for c in self.checks):
+            return "failed"
+        if self.not_proved or not self.checks:
+            return "not-proved"
+        return "ok"
+
+    @property
     def ok(self) -> bool:
-        return self.error is None and all(c["status"] != "fail" for c in self.checks)
+        return self.verdict == "ok"
 
     @property
     def exit_code(self) -> int:
-        if self.error is not None:
-            return 2
-        return 0 if self.ok else 1
+        return EXIT_CODES[self.verdict]
+
+    def summary(self) -> dict:
+        """How many checks were proved (passed), failed, not proved (key checks not made),
+        skipped (other checks not made) and not applicable."""
+        count = {status: sum(1 for c in self.checks if c["status"] == status) for status in ("pass", "fail", "skip", "n/a")}
+        not_proved = [c["name"] for c in self.not_proved]
+        return {"proved": count["pass"], "failed": count["fail"], "not_proved": len(not_proved),
+                "skipped": count["skip"] - len(not_proved), "not_applicable": count["n/a"],
+                "key_not_proved": not_proved}
 
     def to_json(self) -> dict:
         data = {
@@ -92,6 +131,8 @@ class VerifyResult:
             "keras": self.info.get("keras"),
             "checks": self.checks,
             "ok": self.ok,
+            "verdict": self.verdict,
+            "summary": self.summary(),
             "error": self.error,
             "entry_point": self.info.get("entry_point"),
             "train_step": self.info.get("train_step"),

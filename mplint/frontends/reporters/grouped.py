@@ -1,8 +1,8 @@
 """`--output-format grouped`: findings under their file, as ruff's grouped format.
 
     model.py:
-      3:1  MP103 global policy 'float16' keeps the variables in float16; ...
-     12:5  MP101 [*] the output of model `model` is float16 ...
+      3:1  MP103 warning: global policy 'float16' keeps the variables in float16; ...
+     12:5  MP101 [*] error: the output of model `model` is float16 ...
 
 Rows and columns are aligned within each file; notebook findings lead with their cell
 (`cell 3:2:9`). The summary follows, as in the concise format.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from itertools import groupby
 from typing import TYPE_CHECKING
 
-from mplint.frontends.reporters.text import fix_marker, with_summary
+from mplint.frontends.reporters.text import labelled_message, with_summary
 
 if TYPE_CHECKING:
     from mplint.frontends.reporters import ReportContext
@@ -31,6 +31,6 @@ def render(result: "RunResult", context: "ReportContext") -> str:
         lines.append(f"{style.bold(filename)}{style.punctuation(':')}")
         for place, f in zip(places, findings):
             where = f"{place:>{place_width}}{style.punctuation(':')}{f.location.column:<{column_width}}"
-            lines.append(f"  {where} {style.code(f.code)} {fix_marker(f, context.unsafe, style)}{f.message}")
+            lines.append(f"  {where} {style.code(f.code)} {labelled_message(f, context.unsafe, style)}")
         lines.append("")
     return with_summary(lines, result, context)

@@ -16,7 +16,8 @@ from typing import IO
 
 CHOICES = ("auto", "always", "never")
 
-_BOLD, _RED, _CYAN, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[0m"
+_BOLD, _RED, _YELLOW, _BLUE, _CYAN, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[33m", "\x1b[34m", "\x1b[36m", "\x1b[0m"
+_SEVERITY_COLOURS = {"error": _RED, "warning": _YELLOW, "info": _BLUE}
 
 
 def use_color(choice: str, stream: IO | None) -> bool:
@@ -50,6 +51,10 @@ class Style:
     def code(self, text: str) -> str:
         """A rule code: bold red, as ruff prints it."""
         return self._wrap(_BOLD + _RED, text)
+
+    def severity(self, text: str) -> str:
+        """A severity word: red errors, yellow warnings, blue infos, as compilers print them."""
+        return self._wrap(_SEVERITY_COLOURS.get(text, ""), text)
 
     def punctuation(self, text: str) -> str:
         """Separators and the fix marker: cyan."""

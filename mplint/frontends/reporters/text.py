@@ -1,9 +1,11 @@
 """`--output-format concise` (also `text`, the default): one line per finding, as ruff's
 concise format, then the summary.
 
-    path:row:col: CODE [*] message          (notebooks: path:cell N:row:col)
+    path:row:col: CODE [*] severity: message          (notebooks: path:cell N:row:col)
 
 `[*]` marks a fix that `--fix` would apply (with `--unsafe-fixes`, unsafe ones too).
+The severity (`error`, `warning`, `info`) is the one `--fail-on` and `--min-severity`
+compare, and that SARIF, GitHub and the language server map to their levels.
 The summary lines here are shared by the other human-readable formats (grouped,
 statistics) and by `--diff`/`--fix-only`, which print only a summary.
 """
@@ -33,10 +35,15 @@ def fix_marker(finding: Finding, unsafe: bool, style: Style = PLAIN) -> str:
     return ""
 
 
+def labelled_message(finding: Finding, unsafe: bool, style: Style = PLAIN) -> str:
+    """`[*] severity: message`, the part after the code in the concise and grouped formats."""
+    return (f"{fix_marker(finding, unsafe, style)}{style.severity(finding.severity.value)}"
+            f"{style.punctuation(':')} {finding.message}")
+
+
 def format_finding(finding: Finding, unsafe: bool, style: Style = PLAIN) -> str:
     sep = style.punctuation(":")
-    return (f"{location_prefix(finding, style)}{sep} {style.code(finding.code)} "
-            f"{fix_marker(finding, unsafe, style)}{finding.message}")
+    return f"{location_prefix(finding, style)}{sep} {style.code(finding.code)} {labelled_message(finding, unsafe, style)}"
 
 
 def plural(count: int, word: str) -> str:

@@ -19,7 +19,9 @@ AGREEMENT_TOLERANCE = {"float16": 0.03, "bfloat16": 0.1}
 
 @dataclass
 class Result:
-    status: str  # "pass", "fail" or "skip"
+    # "pass": made and met; "fail": made and not met; "skip": applicable but could not be
+    # made (the detail says why); "n/a": does not apply here (a policy without float16).
+    status: str
     detail: str
     measured: dict = field(default_factory=dict)
 
@@ -167,7 +169,7 @@ def check_finite_forward(run: ForwardPass, input_descriptions: list) -> Result:
 def check_float32_agreement(run: ForwardPass) -> Result:
     tolerance = AGREEMENT_TOLERANCE.get(run.compute_dtype)
     if tolerance is None:
-        return Result("skip", f"the model computes in {run.compute_dtype}: nothing to compare with float32")
+        return Result("n/a", f"the model computes in {run.compute_dtype}: nothing to compare with float32")
     try:
         with float32_policies(run.api, [run.model]):
             reference = run.model(run.inputs, training=False)

@@ -36,6 +36,15 @@ def _advice(keras_major: int) -> str:
     )
 
 
+def _use_advice(keras_major: int) -> str:
+    """For a step whose optimizer already is a LossScaleOptimizer."""
+    if keras_major >= 3:
+        return ("differentiate optimizer.scale_loss(loss) and pass the gradients to apply/apply_gradients "
+                "as they are (it unscales them once: do not divide them yourself)")
+    return ("differentiate optimizer.get_scaled_loss(loss) and unscale the gradients once, with "
+            "optimizer.get_unscaled_gradients(grads), before apply_gradients")
+
+
 def measured_step(observations: list) -> StepObservation | None:
     """The first step whose gradients reached an optimizer (a LossScaleOptimizer skips a
     step whose gradients overflowed), else the first step."""
@@ -46,8 +55,12 @@ def measured_step(observations: list) -> StepObservation | None:
     return observations[0] if observations else None
 
 
-def _scale_facts(mixed: StepObservation, reference: StepObservation | None, keras_major: int) -> Result:
-    """Is the loss scaled, and are the gradients the optimizer receives unscaled?"""
+def _scale_facts(mixed: StepObservation, reference: StepObservation | None, keras_major: int,
+                 wrapped: bool = False) -> Result:
+    """Is the loss scaled, and are the gradients the optimizer receives unscaled?
+    `wrapped`: the optimizer is known to be a LossScaleOptimizer (advice then says how
+    to use it, not to wrap it)."""
+    advice = _use_advice(keras_major) if wrapped or mixed.optimizer_scale else _advice(keras_major)
     measured = {"loss": mixed.loss, "tape_target": mixed.target, "optimizer_loss_scale": mixed.optimizer_scale}
     if mixed.target is None:
         return Result("skip", "the step computed no tape gradient of the model's variables", measured)
@@ -75,7 +88,7 @@ def _scale_facts(mixed: StepObservation, reference: StepObservation | None, kera
             "fail",
             f"the tape differentiates the unscaled loss (target {mixed.target:.6g} = loss {mixed.loss:.6g} x "
             f"{scale if scale is not None else float('nan'):.3g}): small float16 gradients underflow to zero; "
-            + _advice(keras_major),
+            + advice,
             measured,
         )
     matches = ""
@@ -113,7 +126,7 @@ def _scale_facts(mixed: StepObservation, reference: StepObservation | None, kera
         return Result(
             "fail",
             f"the loss is scaled x{scale:g}{matches}, but the gradients the optimizer receives are {what}; "
-            + _advice(keras_major),
+            + advice,
             measured,
         )
     if mixed.skipped_before:
@@ -163,24 +176,23 @@ def check_loss_scaling_fit(policy: str, model, api, compiled_by_verifier: bool, 
         )
     if mixed is None:
         return Result("pass", f"model.optimizer is a LossScaleOptimizer{note}", {"optimizer": name})
-    result = _scale_facts(mixed, reference, api.major)
-    if result.status == "skip":
-        result = Result("pass", f"model.optimizer is a LossScaleOptimizer{note}; {result.detail}", result.measured)
-    else:
-        result.detail = f"model.optimizer is a LossScaleOptimizer{note}; fit: {result.detail}"
+    result = _scale_facts(mixed, reference, api.major, wrapped=True)
+    # A skip stays a skip: that the optimizer is a LossScaleOptimizer does not prove the
+    # step scales the loss and hands it unscaled gradients.
+    result.detail = f"model.optimizer is a LossScaleOptimizer{note}; fit: {result.detail}"
     result.measured["optimizer"] = name
     return result
 
 
 def not_float16(policy: str) -> Result:
     if policy == "mixed_bfloat16":
-        return Result("skip", "mixed_bfloat16 has float32's exponent range: no loss scaling needed")
-    return Result("skip", f"policy {policy}: loss scaling matters only under mixed_float16")
+        return Result("n/a", "mixed_bfloat16 has float32's exponent range: no loss scaling needed")
+    return Result("n/a", f"policy {policy}: loss scaling matters only under mixed_float16")
 
 
 def check_gradient_underflow(policy: str, mixed: StepObservation | None, reference: StepObservation | None) -> Result:
     if not policy.startswith("mixed_"):
-        return Result("skip", f"policy {policy}: gradients are computed in float32")
+        return Result("n/a", f"policy {policy}: gradients are computed in float32")
     if mixed is None or reference is None:
         return Result("skip", "no training step ran")
     received = mixed.applied

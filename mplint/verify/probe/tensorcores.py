@@ -85,12 +85,12 @@ def _sizes(layer, kind: str, call) -> list:
 def check_tensor_cores(run: ForwardPass, multiple: int, batch_note: str) -> Result:
     if run.compute_dtype == "bfloat16":
         return Result(
-            "skip",
+            "n/a",
             f"Tensor Core sizing applies to float16 on NVIDIA GPUs; under {run.policy} (usually TPUs) "
             "multiples of 128 matter instead",
         )
     if run.compute_dtype != "float16":
-        return Result("skip", f"the model computes in {run.compute_dtype}: Tensor Cores need float16")
+        return Result("n/a", f"the model computes in {run.compute_dtype}: Tensor Cores need float16")
     bound = _output_bound(run)
     from_data = _input_bound(run)
     flagged, lines, measured, seen = [], [], [], set()

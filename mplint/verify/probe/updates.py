@@ -70,9 +70,17 @@ def fit_once(model, x, y) -> float | None:
 
         return train_step
 
-    with wrapped_methods([model] if backend() != "jax" else [], "train_step", capturing):
+    capture = backend() != "jax"
+    if capture:
+        # A train function built by an earlier fit calls the train_step it was built
+        # with, which would capture into that call's list: every later step would read
+        # fit's logs instead (0 for a custom step's loss).
+        _retrace([model])
+    with wrapped_methods([model] if capture else [], "train_step", capturing):
         batch = int(np.shape(flatten(x)[0])[0])
         history = model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False)
+    if capture:
+        _retrace([model])  # not the wrapper, now gone
     loss = scalar(returned[-1]) if returned else None
     if loss is None:
         losses = history.history.get("loss") or [None]
@@ -177,7 +185,7 @@ def compare_updates(policy: str, mixed: UpdateObservation | None, reference: Upd
     dtype = policy.split("_", 1)[1] if policy.startswith("mixed_") else policy
     tolerance = TOLERANCE.get(dtype)
     if tolerance is None:
-        return Result("skip", f"policy {policy}: the model trains in float32")
+        return Result("n/a", f"policy {policy}: the model trains in float32")
     if reference is None or not reference.moved:
         return Result("skip", "the float32 reference step did not change the weights: nothing to compare with")
     if mixed is None:
