@@ -3,7 +3,7 @@ stratified sample of its findings, apply the hand-written labels, report precisi
 
     python bench/audit.py run NAME [REPO_DIR ...]   # findings of this checkout -> bench/audit/runs/NAME.jsonl
     python bench/audit.py sample NAME               # sample; unlabelled sampled findings -> labels.csv (verdict TODO)
-    python bench/audit.py report NAME [NAME ...] [--labeller=L]
+    python bench/audit.py report NAME [NAME ...] [--labeller=L]   # L: a labeller, independent, or majority
                                                     # precision per rule of each run's sample; true findings lost;
                                                     # agreement between labellers
     python bench/audit.py blind NAME OUT.csv        # the whole sample without verdicts, for an independent labeller
@@ -177,15 +177,32 @@ def label_for(finding: dict, labels: dict[str, list[dict]], labeller: str | None
     label of its key (exact False: its message changed since it was labelled). With
     `labeller`, only that labeller's labels count ("" names the developers' own)."""
     rows = labels.get(finding["key"], [])
-    if labeller == "independent":  # any independent labeller (not the developers)
+    if labeller in ("independent", "majority"):  # any independent labeller (not the developers)
         rows = [r for r in rows if r.get("labeller")]
     elif labeller is not None:
         rows = [r for r in rows if (r.get("labeller") or "") == labeller]
     message = normalised_message(finding["message"])
-    for row in rows:
-        if normalised_message(row["message"]) == message:
-            return row, True
+    exact = [row for row in rows if normalised_message(row["message"]) == message]
+    if labeller == "majority":
+        chosen = _majority(exact)
+        return (chosen, True) if chosen is not None else (None, False)
+    if exact:
+        return exact[0], True
     return (rows[-1], False) if rows else (None, False)
+
+
+def _majority(rows: list[dict]) -> dict | None:
+    """The verdict (and fix verdict) most independent labellers gave one finding; no
+    majority (three different verdicts) is debatable."""
+    rows = [r for r in rows if r.get("labeller") and r["verdict"] in VERDICTS]
+    if not rows:
+        return None
+
+    def most(field: str, fallback: str) -> str:
+        counted = collections.Counter(r[field] for r in rows).most_common()
+        return counted[0][0] if len(counted) == 1 or counted[0][1] > counted[1][1] else fallback
+
+    return {**rows[0], "verdict": most("verdict", "debatable"), "fix": most("fix", "wrong"), "labeller": "majority"}
 
 
 def by_key(rows: list[dict]) -> dict[str, list[dict]]:

@@ -11,7 +11,7 @@ import libcst as cst
 from mplint.analysis.calls import arg_value, get_arg, positional, string_value, with_keyword, without_arg
 from mplint.analysis.names import canonical
 from mplint.analysis.bound_names import names_a_variable
-from mplint.analysis.guards import Guard, condition_text, guard_of
+from mplint.analysis.guards import Guard, capability_tests, condition_text, guard_of
 from mplint.fixes.removal import remove_statement, side_effect_free
 from mplint.core.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
@@ -39,6 +39,7 @@ from mplint.fixes.scaling_edits import (
 )
 from mplint.facts.late_policy import late_mixed_settings
 from mplint.facts.tf1_code import KERAS, LEGACY, V1, is_tf1_graph_code, optimizer_family
+from mplint.facts.premises import stock_tensorflow_premise
 from mplint.facts.version_guards import old_tensorflow_only
 
 EXPERIMENTAL = "keras.mixed_precision.experimental"
@@ -152,13 +153,17 @@ def _replace_arg(call: cst.Call, arg: cst.Arg, keywords: list[tuple[str, cst.Bas
     return call.with_changes(args=args)
 
 
+_SCALING_METHODS = frozenset({"scale_loss", "get_scaled_loss", "get_unscaled_gradients"})
+
+
 class MigrationRule(Rule):
     """An MP4xx rule: nothing is reported in code that runs only on an older TensorFlow
     (a version check or an ImportError/AttributeError fallback keeps the old API there)."""
 
-    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None,
+               premises=()) -> None:
         if not old_tensorflow_only(self.facts, node):
-            super().report(node, message, fix=fix, severity=severity)
+            super().report(node, message, fix=fix, severity=severity, premises=premises)
 
 
 # -- names ----------------------------------------------------------------------------------
@@ -948,6 +953,8 @@ class GraphRewriteApi(MigrationRule):
                               "TensorFlow 2.21 ignores it (there only the Keras policy this code sets counts), so "
                               "the switch can go", fix=fix, severity=Severity.INFO)
             return
+        # "trains in float32" holds only on stock TensorFlow: in an NGC container the switch works.
+        build = stock_tensorflow_premise(facts)
         message = (f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: TensorFlow "
                    "2.21 ignores it and this code trains in float32; set the mixed_float16 policy instead (compile "
                    "and MP201 take care of loss scaling)")
@@ -957,14 +964,14 @@ class GraphRewriteApi(MigrationRule):
         if isinstance(value, cst.IfExp):  # `= "1" if args.amp else "0"`: the policy goes under that condition
             on, off = string_value(value.body), string_value(value.orelse)
             if on is None or off is None or _switches_on(on) == _switches_on(off) or not side_effect_free(value.test):
-                self.report(node, message)
+                self.report(node, message, premises=(build,))
                 return
             guard = [(value.test, not _switches_on(on))]
         if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
             changes = self._policy_instead_of(statement, guard)
             if changes is not None:
                 fix = self.fix("Set the mixed_float16 policy instead", changes, unsafe=True)
-        self.report(node, message, fix=fix, severity=Severity.WARNING)
+        self.report(node, message, fix=fix, severity=Severity.WARNING, premises=(build,))
 
     def _policy_instead_of(self, statement: cst.SimpleStatementLine, guard: Guard) -> list[Change] | None:
         """Replace the statement that sets the environment variable by the policy (under
@@ -1087,7 +1094,7 @@ class LossScaleApiMismatch(MigrationRule):
 
     def _guarded(self, call: cst.Call, method: str) -> bool:
         """Under `if hasattr(opt, "get_scaled_loss"):` (either Keras 2 method, or `... if
-        hasattr(...) else ...`), or `if isinstance(opt, <an experimental or
+        hasattr(...) else ...`; `"get_scaled_loss" in dir(opt)` alike: analysis.guards.capability_tests), or `if isinstance(opt, <an experimental or
         tensorflow.python.keras LossScaleOptimizer>):`: code that runs only where the
         Keras 2 methods exist."""
         facts = self.facts
@@ -1096,11 +1103,13 @@ class LossScaleApiMismatch(MigrationRule):
             test = ancestor.test if isinstance(ancestor, (cst.If, cst.IfExp)) else None
             if test is None:
                 continue
+            if capability_tests(facts.index, test) & _SCALING_METHODS:
+                # code that asks the optimizer which loss-scaling API it has adapts to
+                # either Keras, in both branches
+                return True
             for node in [test, *facts.index.descendants(test)]:
                 if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
                     continue
-                if node.func.value == "hasattr" and string_value(arg_value(node, 1)) in methods:
-                    return True
                 classes = arg_value(node, 1)  # `isinstance(opt, (A, B))` too
                 if node.func.value == "isinstance" and method != "scale_loss" and classes is not None:
                     for klass in [classes, *facts.index.descendants(classes)]:

@@ -7,8 +7,8 @@
 
 A folder's `__init__.py` (the cases are modules of a package: library code) is no case.
 An optional first-line directive configures the case:
-    # fixture: target=keras2 assume-policy=mixed_float16 select=MP101,MP301
-(select defaults to the folder's code).
+    # fixture: target=keras2 assume-policy=mixed_float16 select=MP101,MP301 extended=1
+(select defaults to the folder's code; extended=1 also reports the extended tier).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class Case:
             target=options.get("target", "keras3"),
             assumed_policy=options.get("assume-policy"),
             tensor_core_multiple=int(options.get("tensor-core-multiple", "8")),
+            extended=options.get("extended") == "1",
         )
 
 

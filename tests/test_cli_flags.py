@@ -23,8 +23,8 @@ SAFE_FIXED = MODEL.replace(
     '    tf.keras.layers.Dense(10),\n    tf.keras.layers.Activation("softmax", dtype="float32"),\n',
 )
 ALL_FIXED = SAFE_FIXED.replace('dtype="float16"', 'dtype="mixed_float16"')
-MP103 = "model.py:5:5: MP103 layer dtype 'float16' keeps the variables in float16"
-MP101 = "model.py:6:5: MP101 [*] the output of Sequential model `model` is float16"
+MP103 = "model.py:5:5: MP103 warning: layer dtype 'float16' keeps the variables in float16"
+MP101 = "model.py:6:5: MP101 [*] error: the output of Sequential model `model` is float16"
 
 
 @pytest.fixture
@@ -204,7 +204,8 @@ def test_color(mplint_exe, project, args, env, colored):
     if colored:
         assert f"{ESC}1m{ESC}31mMP103{ESC}0m" in result.stdout
         plain = result.stdout
-        for code in ("\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[0m"):
+        assert f"{ESC}33mwarning{ESC}0m" in result.stdout and f"{ESC}31merror{ESC}0m" in result.stdout
+        for code in ("\x1b[1m", "\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[0m"):
             plain = plain.replace(code, "")
         assert plain == mplint_exe(["check", "-n", "model.py"], cwd=project).stdout
 

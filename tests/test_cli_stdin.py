@@ -118,4 +118,4 @@ def test_notebook_from_stdin(mplint_exe, tmp_path):
 def test_syntax_error_on_stdin_is_a_finding(mplint_exe, tmp_path):
     broken = POLICY_FLOAT16 + "if x:\nprint(1)\n"
     result = mplint_exe(["check", "-n", "-"], cwd=tmp_path, stdin=broken)
-    assert result.exit_code == 1 and "-:4:1: MP000 SyntaxError" in result.stdout
+    assert result.exit_code == 1 and "-:4:1: MP000 error: SyntaxError" in result.stdout

@@ -101,5 +101,5 @@ def test_crashing_rule_exits_2_but_reports_the_rest(cli, test_rules, tmp_path):
     write(tmp_path / "a.py", HEADER + "crash_here = old_name\n")
     result = cli(["--no-cache", "--select", "MP990,MP992", "a.py"], cwd=tmp_path)
     assert result.exit_code == 2
-    assert "MP900 internal error in rule MP992 (test-crashes) on a.py" in result.stdout
+    assert "MP900 error: internal error in rule MP992 (test-crashes) on a.py" in result.stdout
     assert "MP990" in result.stdout

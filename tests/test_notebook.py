@@ -61,7 +61,7 @@ def test_findings_are_cell_relative_in_text_and_json(tmp_path):
     write_notebook(tmp_path / "train.ipynb", sample_cells())
     text = mplint("train.ipynb")
     assert text.exit_code == 1, text.output
-    assert "train.ipynb:cell 3:2:9: MP103 layer dtype 'float16'" in text.output
+    assert "train.ipynb:cell 3:2:9: MP103 warning: layer dtype 'float16'" in text.output
     assert "MP000" not in text.output
 
     result = mplint("train.ipynb", "--output-format", "json")

@@ -32,18 +32,18 @@ def _report(mplint_exe, project, fmt, *paths, env=None):
 def test_concise_is_text(mplint_exe, project):
     concise = _report(mplint_exe, project, "concise")
     assert concise == _report(mplint_exe, project, "text") == _report(mplint_exe, project, "concise", ".")
-    assert concise.splitlines()[0].startswith("model.py:5:5: MP103 layer dtype 'float16'")
-    assert concise.splitlines()[2].startswith("pkg/policy.py:3:1: MP103 global policy 'float16'")
+    assert concise.splitlines()[0].startswith("model.py:5:5: MP103 warning: layer dtype 'float16'")
+    assert concise.splitlines()[2].startswith("pkg/policy.py:3:1: MP103 warning: global policy 'float16'")
 
 
 def test_grouped(mplint_exe, project):
     lines = _report(mplint_exe, project, "grouped").splitlines()
     assert lines[0] == "model.py:"
-    assert lines[1].startswith("  5:5 MP103 layer dtype 'float16'")
-    assert lines[2].startswith("  6:5 MP101 [*] the output of Sequential model")
+    assert lines[1].startswith("  5:5 MP103 warning: layer dtype 'float16'")
+    assert lines[2].startswith("  6:5 MP101 [*] error: the output of Sequential model")
     assert lines[3] == ""
     assert lines[4] == "pkg/policy.py:"
-    assert lines[5].startswith("  3:1 MP103 global policy 'float16'")
+    assert lines[5].startswith("  3:1 MP103 warning: global policy 'float16'")
     assert lines[6:] == ["", "Found 3 findings.",
                          "[*] 1 fixable with the `--fix` option (2 hidden fixes can be enabled with the "
                          "`--unsafe-fixes` option)."]

@@ -19,7 +19,8 @@ def _fixture(case_id: str):
 def fixture_findings(case_id: str):
     case = _fixture(case_id)
     options = case.options()
-    findings, _ = lint_and_fix(case.source(), case.select(), options.get("target", "keras3"))
+    findings, _ = lint_and_fix(case.source(), case.select(), options.get("target", "keras3"),
+                               extended=options.get("extended") == "1")
     return findings
 
 

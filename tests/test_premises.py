@@ -208,3 +208,24 @@ def test_an_inference_script_gets_an_info_that_does_not_fail_the_run(cli, tmp_pa
     write(tmp_path / "mplint.toml", 'fail-on = "sometimes"\n')
     bad = cli(["--no-cache", "generate.py"], cwd=tmp_path)
     assert bad.exit_code == 2 and "fail-on" in bad.stderr
+
+
+def test_a_policy_chosen_by_a_selectors_argument_is_assumed(cli, tmp_path):
+    """A project function that sets mixed_float16, mixed_bfloat16 or float32 as its
+    argument says brings no policy as a fact: the finding is latent (extended tier)."""
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "projects" / "policy_chosen_by_an_argument", root,
+                    ignore=shutil.ignore_patterns("expected.txt"))
+    assert [f["code"] for f in _json(cli, ["."], root)] == []
+    (finding,) = _json(cli, ["--extended", "."], root)
+    premise = _premise(finding, "policy")
+    assert finding["code"] == "MP201" and finding["tier"] == "extended"
+    assert premise["status"] == "assumed" and "set_mixed_precision_policy()" in premise["evidence"]
+    # A selector next to a plain setter: the plain one makes the policy a project fact.
+    write(root / "amp.py", "import tensorflow as tf\n\n\ndef enable():\n"
+          "    tf.keras.mixed_precision.set_global_policy('mixed_float16')\n")
+    write(root / "train.py", "from amp import enable\n" + (root / "train.py").read_text() + "\nenable()\n")
+    (finding,) = _json(cli, ["."], root)
+    assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"

@@ -51,3 +51,25 @@ def condition_text(module: cst.Module, guard: Guard) -> str:
         else:
             terms.append(text if simple or len(guard) == 1 else f"({text})")
     return " and ".join(terms)
+
+
+def capability_tests(index: ModuleIndex, test: cst.BaseExpression) -> set[str]:
+    """The attribute names `test` checks an object for, anywhere in it: `hasattr(opt, "m")`,
+    `"m" in dir(opt)`, `getattr(opt, "m", None)` (the duck-typing spellings of "this
+    object has m"). Code under such a test runs only where the attribute exists."""
+    from mplint.analysis.calls import arg_value, string_value
+
+    names: set[str] = set()
+    for node in [test, *index.descendants(test)]:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("hasattr", "getattr"):
+            name = string_value(arg_value(node, 1))
+            if name is not None:
+                names.add(name)
+        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
+                and isinstance(node.comparisons[0].operator, cst.In):
+            container = node.comparisons[0].comparator
+            if isinstance(container, cst.Call) and isinstance(container.func, cst.Name) and container.func.value == "dir":
+                name = string_value(node.left)
+                if name is not None:
+                    names.add(name)
+    return names

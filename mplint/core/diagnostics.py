@@ -46,6 +46,9 @@ EXTENDED_TIER = "extended"
 
 # The facts a finding can rest on, in the order they are shown.
 POLICY, TARGET, BACKEND, DTYPE, ROLE, CALL_PATH = "policy", "keras-target", "backend", "dtype", "role", "call-path"
+# Which TensorFlow build runs the code: stock (PyPI) or an NVIDIA NGC container, whose own
+# switches (TF_ENABLE_AUTO_MIXED_PRECISION) stock TensorFlow does not read.
+TENSORFLOW_BUILD = "tensorflow-build"
 FACTS = (POLICY, TARGET, BACKEND, DTYPE, ROLE, CALL_PATH)
 
 

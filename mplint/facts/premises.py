@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mplint.core.diagnostics import BACKEND, POLICY, TARGET, Premise, Status
+from mplint.core.diagnostics import BACKEND, POLICY, TARGET, TENSORFLOW_BUILD, Premise, Status
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -56,6 +56,10 @@ def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
     if project_policies:
         where = ", ".join(setters[:2]) + (" ..." if len(setters) > 2 else "") if setters else "another module"
         names = at_node or sorted(project_policies)
+        selectors, only_selected = facts.project.policy_selectors() if facts.project is not None else ([], frozenset())
+        if only_selected and set(names) <= only_selected:
+            return Premise(POLICY, "/".join(names), Status.ASSUMED,
+                           f"only {selectors[0]} sets it, which sets float32 too: the argument decides")
         return Premise(POLICY, "/".join(names), Status.INFERRED, f"set in {where}, on the path that runs this code")
     if at_node:
         return Premise(POLICY, "/".join(at_node), Status.INFERRED, "set by the code that runs this one")
@@ -96,6 +100,19 @@ def backend_premise(facts: "ModuleFacts") -> Premise:
     return Premise(BACKEND, backend.name, _BACKEND_STATUS.get(backend.source, Status.ASSUMED), backend.reason)
 
 
+def stock_tensorflow_premise(facts: "ModuleFacts") -> Premise:
+    """That the code runs on stock TensorFlow (not an NGC container): proved by Keras 3
+    code (TensorFlow >= 2.16 from PyPI), inferred from the project's pins; otherwise only
+    assumed. Keras-2-era code with nothing pinned may well be NGC container code."""
+    target = facts.target
+    if target.keras == "keras3" and target.source in ("config", "file", "object"):
+        return Premise(TENSORFLOW_BUILD, "stock", Status.PROVED, f"Keras 3 code ({target.reason}) runs on TensorFlow >= 2.16")
+    if target.source == "pins":
+        return Premise(TENSORFLOW_BUILD, "stock", Status.INFERRED, target.reason)
+    return Premise(TENSORFLOW_BUILD, "stock", Status.ASSUMED,
+                   "nothing in the project says whether stock TensorFlow or an NGC container runs this code")
+
+
 def computed_premise(fact: str, facts: "ModuleFacts", node: cst.CSTNode) -> Premise | None:
     """The premise `fact` for a finding at `node`, where the module's facts say it."""
     if fact == POLICY:
@@ -104,4 +121,6 @@ def computed_premise(fact: str, facts: "ModuleFacts", node: cst.CSTNode) -> Prem
         return target_premise(facts)
     if fact == BACKEND:
         return backend_premise(facts)
+    if fact == TENSORFLOW_BUILD:
+        return stock_tensorflow_premise(facts)
     return None

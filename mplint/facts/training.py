@@ -529,6 +529,18 @@ class TrainingLoops:
                 if found is not None:
                     return Scaling("conditional", found.call)
             return None
+        # Through containers: `scaled = {k: opt.get_scaled_loss(v) for k, v in losses.items()}`
+        # then `tape.gradient(scaled["loss"], ...)`; a list or dict of scaled losses alike.
+        if isinstance(expr, cst.Subscript):
+            return self.scaling_of(expr.value, at, depth + 1)
+        if isinstance(expr, cst.DictComp):
+            return self.scaling_of(expr.value, at, depth + 1)
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return self.scaling_of(expr.elt, at, depth + 1)
+        if isinstance(expr, (cst.Dict, cst.List, cst.Tuple)):
+            values = [e.value for e in expr.elements if isinstance(e, (cst.DictElement, cst.Element))]
+            found = [self.scaling_of(v, at, depth + 1) for v in values]
+            return found[0] if found and all(f is not None for f in found) else None
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
             if self._looks_like_scale(expr.left) or self._looks_like_scale(expr.right):
                 return Scaling("manual")

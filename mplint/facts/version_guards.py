@@ -44,6 +44,7 @@ _PRESENT = {"keras.mixed_precision": frozenset({"set_global_policy", "global_pol
 _ABSENT = {"keras.mixed_precision": frozenset({"experimental", "set_policy"}),
            "tensorflow.train.experimental": frozenset({"enable_mixed_precision_graph_rewrite"})}
 _FALLBACK_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
+_BROAD_ERRORS = frozenset({"Exception", "BaseException"})
 KERAS3_VERSIONS = ("2.21.0",)
 KERAS2_VERSIONS = ("2.9.0", "2.15.0")
 _MAX_DEPTH = 6
@@ -67,13 +68,37 @@ def old_tensorflow_only(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
 
 
 def _is_fallback(facts: "ModuleFacts", node: cst.Try) -> bool:
+    """A handler that catches the error a missing API raises: ImportError or
+    AttributeError by name, or a bare `except:` / `except Exception:` whose body does
+    something in its place (one that only passes or re-raises is no fallback)."""
     for handler in node.handlers:
         caught = handler.type
-        names = caught.elements if isinstance(caught, cst.Tuple) else [caught] if caught is not None else []
+        if caught is None:
+            if _does_something(handler):
+                return True
+            continue
+        names = caught.elements if isinstance(caught, cst.Tuple) else [caught]
         for element in names:
             expr = element.value if isinstance(element, cst.Element) else element
             if isinstance(expr, cst.Name) and expr.value in _FALLBACK_ERRORS:
                 return True
+            if isinstance(expr, cst.Name) and expr.value in _BROAD_ERRORS and _does_something(handler):
+                return True
+    return False
+
+
+def _does_something(handler: cst.ExceptHandler) -> bool:
+    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
+    for statement in body:
+        small = statement.body if isinstance(statement, cst.SimpleStatementLine) else None
+        if small is None:
+            return True  # a compound statement: an if, a with, ...
+        for part in small:
+            if isinstance(part, (cst.Pass, cst.Raise)):
+                continue
+            if isinstance(part, cst.Expr) and isinstance(part.value, (cst.SimpleString, cst.Ellipsis)):
+                continue
+            return True
     return False
 
 

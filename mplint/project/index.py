@@ -79,6 +79,9 @@ class ProjectIndex:
         self._mentions_mixed_precision: bool | None = None
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
+        # Per module: the project functions it calls that choose among several policies,
+        # float32 included, by their argument (their mixed policy is not a project fact).
+        self._selectors: dict[str, tuple[list[str], frozenset[str]]] = {}
         self._target: object = _UNSET
 
     @classmethod
@@ -627,6 +630,8 @@ class ProjectIndex:
         """Mixed policies other modules can bring into `module` (their callers' states,
         the effects of the project functions it may call), and the setters' files."""
         names: set[str] = set()
+        selected: set[str] = set()
+        selectors: set[str] = set()
         external = self.external_flow(module)
         if external is not None:
             for state in (*external.sites.values(), *external.constructions.values(), external.after):
@@ -644,16 +649,26 @@ class ProjectIndex:
                     effect = {n for n in function.effect if n.startswith("mixed_")}
                     if not effect or effect <= names | found:
                         continue
+                    selector = any(not n.startswith(("mixed_", "<")) for n in function.effect)
                     # Only the functions this module calls carry their policy here (a `main()`
                     # that sets it, next to the helpers it imports, does not).
                     if text is None:
                         text = code_only(self.text(self.path_of[module]) or "")
                     name = key.split(".")[0].split("#")[0]
                     if re.search(rf"\b{re.escape(name)}\s*\(", text):
-                        called |= effect
-                if found or called:
+                        if selector:
+                            # `float16 -> mixed_float16, ..., float32 -> float32`: which policy
+                            # it sets is its caller's argument, not a fact of the project.
+                            selected |= effect
+                            selectors.add(f"{os.path.relpath(self.path_of[imported])}: {name}()")
+                        else:
+                            called |= effect
+                if found or called or selected:
                     carriers.add(imported)
                 names |= found | called
+        only_selected = selected - names
+        self._selectors[module] = (sorted(selectors), frozenset(only_selected)) if only_selected else ([], frozenset())
+        names |= selected
         mixed = frozenset(n for n in names if n.startswith("mixed_"))
         if not mixed:
             return frozenset(), ()
@@ -662,6 +677,12 @@ class ProjectIndex:
         setters = sorted(os.path.relpath(self.path_of[m]) for m in carriers
                          if m != module and self.scan(self.path_of[m]).sets_policy)
         return mixed, tuple(setters)
+
+    def policy_selectors(self, module: str) -> tuple[list[str], frozenset[str]]:
+        """(the project functions `module` calls that set a mixed policy or float32 as their
+        argument says, the mixed policies only they bring): known after `mixed_policies`."""
+        self.mixed_policies(module)
+        return self._selectors.get(module, ([], frozenset()))
 
     def target(self) -> "Target | None":
         """What the project's modules say about the Keras they target (tests and
@@ -899,4 +920,9 @@ class ModuleContext:
         if self._record:
             return frozenset(), ()
         return self.index.mixed_policies(self.module)
+
+    def policy_selectors(self) -> tuple[list[str], frozenset[str]]:
+        if self._record:
+            return [], frozenset()
+        return self.index.policy_selectors(self.module)
 

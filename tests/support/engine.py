@@ -8,11 +8,11 @@ from mplint.engine.engine import FileSettings, check_document, lint
 from mplint.inputs.source import decode_python
 
 
-def lint_and_fix(source: str, codes: frozenset[str], target: str):
+def lint_and_fix(source: str, codes: frozenset[str], target: str, extended: bool = False):
     """(findings before fixing, text after `--fix --unsafe-fixes`); the fixed text must
     compile and the run must produce no MP000/MP900."""
     source = textwrap.dedent(source)
-    settings = FileSettings(codes=codes, target=target)
+    settings = FileSettings(codes=codes, target=target, extended=extended)
     doc = decode_python("m.py", source.encode())
     findings = lint(doc, settings, "m.py")
     outcome = check_document(doc, settings, "m.py", fix=True, unsafe=True)
