@@ -59,6 +59,7 @@ MIGRATIONS = {
     "MP401/stable_api_loss_scale_keras2": ("TypeError", [
         "isinstance(optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
     ]),
+    "MP401/bare_except_that_only_passes": (None, ["policy() == 'mixed_float16'"]),
     "MP401/string_version_check": ("AttributeError", [
         "model.layers[0].compute_dtype == 'float16'",
     ]),
@@ -132,6 +133,8 @@ ORIGINAL_CHECKS = {
     # the rewrite runs with a Keras 2 legacy optimizer, and the layers stay float32
     "MP403/legacy_optimizer_keras2": ["model.layers[0].compute_dtype == 'float32'"],
     "MP403/env_var": ["model.layers[0].compute_dtype == 'float32' and not isinstance(model.optimizer, LSO)"],
+    # the removed API fails and `except: pass` hides it: the policy silently stays float32
+    "MP401/bare_except_that_only_passes": ["policy() == 'float32'"],
     "MP403/env_var_conditional_value": ["model.layers[0].compute_dtype == 'float32'"],
     "MP403/notebook_switch_before_import": ["policy() == 'float32'"],
     # Keras 2 calls in a Keras 3 loop: the step fails when it runs
