@@ -194,9 +194,9 @@ class UnscaledJaxTorchStep(Rule):
             elif step.optimizer.is_plain and facts.policy.loss_scaled_at(step.apply):
                 self.report(
                     step.gradient,
-                    f"{_label(step)} under mixed_float16 with `{step.optimizer.label}`, which is not a "
-                    "LossScaleOptimizer: float16 gradients can underflow to zero; wrap it in "
-                    f"keras.optimizers.LossScaleOptimizer, then {_how(step)}",
+                    f"{_label(step)} under mixed_float16 with plain `{step.optimizer.label}`: wrap it in a "
+                    f"LossScaleOptimizer and {_short_how(step)}",
+                    detail=f"float16 gradients of an unscaled loss underflow to zero; wrap it, then {_how(step)}",
                 )
 
     def _report_loss_scale_optimizer(self, steps: BackendSteps, step: BackendStep) -> None:
@@ -206,11 +206,9 @@ class UnscaledJaxTorchStep(Rule):
             what = f"`{label}` is the LossScaleOptimizer `compile()` wraps under mixed_float16"
         else:
             what = f"`{label}` is a LossScaleOptimizer"
-        message = (
-            f"gradient of the unscaled loss in {_label(step)}: {what}, and its `{step.apply_method}` divides "
-            f"the gradients by the loss scale (32768 at first): {consequence(optimizer_family(facts, step))}; "
-            + _how(step)
-        )
+        message = f"gradient of the unscaled loss in {_label(step)}, whose optimizer unscales: {_short_how(step)}"
+        notes = [f"{what}, and its `{step.apply_method}` divides the gradients by the loss scale (32768 at first): "
+                 f"{consequence(optimizer_family(facts, step))}; {_how(step)}"]
         if step.backend == "jax" and step.apply_method != "stateless_apply":
             # Keras's LossScaleOptimizer.apply runs a traced `cond` that assigns variables:
             # on JAX it raises UnexpectedTracerError whatever the loss.
@@ -221,9 +219,10 @@ class UnscaledJaxTorchStep(Rule):
         else:
             changes, reason = self._jax_changes(steps, step) if step.backend == "jax" else self._torch_changes(step)
         if changes is None:
-            message += f"; no fix: {reason} (see `mplint rule MP206`)"
+            notes.append(f"no fix: {reason} (see `mplint rule MP206`)")
         self.report(step.gradient, message,
-                    fix=self.fix("Scale the loss with `scale_loss`", changes) if changes is not None else None)
+                    fix=self.fix("Scale the loss with `scale_loss`", changes) if changes is not None else None,
+                    detail="; ".join(notes))
 
     # -- torch ---------------------------------------------------------------------------
     def _torch_changes(self, step: BackendStep) -> tuple[list[Change] | None, str]:
@@ -340,6 +339,13 @@ def _label(step: BackendStep) -> str:
     if isinstance(step.function, cst.Module):
         return f"the {backend} training loop at module level"
     return f"the {backend} training step `{step.function.name.value}`"
+
+
+def _short_how(step: BackendStep) -> str:
+    optimizer = step.optimizer.label
+    if step.backend == "torch":
+        return f"call `{optimizer}.scale_loss(loss).backward()`"
+    return f"scale the loss with `{optimizer}.scale_loss` in the differentiated function"
 
 
 def _how(step: BackendStep) -> str:

@@ -57,6 +57,14 @@ def _how_to_scale(facts) -> str:
     return "scale the loss with `scale_loss` inside the tape (`apply_gradients`/`apply` unscale by themselves)"
 
 
+def _scale_call(facts) -> str:
+    """The call that scales the loss on the target's Keras, for one-sentence messages."""
+    return "`get_scaled_loss`" if facts.target.is_keras2 else "`scale_loss`"
+
+
+_UNDERFLOW = "float16 gradients of an unscaled loss underflow to zero"
+
+
 def unkept_condition(facts, step, generation: str | None) -> str | None:
     """The condition the optimizer is a LossScaleOptimizer under (`if args.amp:` around
     its wrapper, or around every mixed policy setting for `compile`'s), where it does not
@@ -214,8 +222,10 @@ class UnscaledCustomLoop(Rule):
                 if step.scaling is None:
                     self.report(
                         step.call,
-                        f"custom training loop under mixed_float16 never scales its loss: `{info.label}` must be a "
-                        f"LossScaleOptimizer (it is not built in this module) and the loop must {_how_to_scale(facts)}",
+                        f"custom training loop under mixed_float16 never scales its loss: wrap `{info.label}` in a "
+                        f"LossScaleOptimizer and scale the loss with {_scale_call(facts)}",
+                        detail=f"{_UNDERFLOW}; `{info.label}` must be a LossScaleOptimizer (mplint does not see it "
+                               f"built as one) and the loop must {_how_to_scale(facts)}",
                     )
                 continue
             self._report(loops, step, info)
@@ -223,17 +233,16 @@ class UnscaledCustomLoop(Rule):
     def _report(self, loops: TrainingLoops, step: GradientStep, info: OptimizerInfo) -> None:
         facts = self.facts
         assert info.built is not None and step.receiver is not None
-        message = (
-            f"custom training loop under mixed_float16 with `{info.label}`, which is not a "
-            "LossScaleOptimizer: float16 gradients can underflow to zero; wrap it and " + _how_to_scale(facts)
-        )
+        message = (f"custom training loop under mixed_float16 with plain `{info.label}`: wrap it in a "
+                   f"LossScaleOptimizer and scale the loss with {_scale_call(facts)}")
+        notes = [f"{_UNDERFLOW}; wrap it and {_how_to_scale(facts)}"]
         clipping: list[Change] = []
         inner: cst.Call | None = None
         why = None
         if facts.target.is_keras3 and step.scaling is None:
             clipping, inner, why = keras3_scaled_until_apply(facts, loops, gradient_uses(loops, step.call), step.receiver, info)
             if why:
-                message += f"; no fix: {why}"
+                notes.append(f"no fix: {why}")
         wrap = wrap_optimizer(facts, info.built, inner) if why is None else None
         changes: list[Change] | None = None
         if wrap is not None:
@@ -247,22 +256,23 @@ class UnscaledCustomLoop(Rule):
                 changes = [*wrap, *(unscale_gradients(facts, step, receiver) if unscale else [])]
         fix = None
         if changes is not None and inner is not None:
-            message += "; " + moved_clip_note(inner)
+            notes.append(moved_clip_note(inner))
         if changes is not None:
             also = f"; clip with the optimizer's `{inner.args[-1].keyword.value}`" if inner is not None else ""  # type: ignore[union-attr]
             fix = self.fix(
                 f"Wrap `{info.label}` in a LossScaleOptimizer and scale the loss ({facts.target.keras}){also}", changes,
                 unsafe=True,
             )
-        self.report(step.call, message, fix=fix)
+        self.report(step.call, message, fix=fix, detail="; ".join(notes))
 
     def _report_minimize(self, step: GradientStep, info: OptimizerInfo) -> None:
         assert info.built is not None
         wrap = wrap_optimizer(self.facts, info.built)
         self.report(
             step.call,
-            f"`{info.label}.minimize` under mixed_float16 with an optimizer that is not a LossScaleOptimizer: "
-            "float16 gradients can underflow to zero; wrap it in a LossScaleOptimizer (its `minimize` scales the loss)",
+            f"`{info.label}.minimize` under mixed_float16 without loss scaling: wrap `{info.label}` in a "
+            "LossScaleOptimizer (its `minimize` scales the loss)",
+            detail=_UNDERFLOW,
             fix=self.fix(f"Wrap `{info.label}` in a LossScaleOptimizer", wrap, unsafe=True) if wrap else None,
         )
 
@@ -359,6 +369,7 @@ class GradientOfUnscaledLoss(Rule):
             advice = f"scale it with `{method}` inside the tape"
             if facts.target.is_keras2:
                 advice += " and unscale the gradients with `get_unscaled_gradients`"
+            notes = [why]
             changes = scale_in_tape(facts, loops, step, code(facts, step.receiver), unscale=facts.target.is_keras2)
             title = f"Scale the loss with `{method}`"
             unsafe = False
@@ -368,22 +379,23 @@ class GradientOfUnscaledLoss(Rule):
                 )
                 if blocked:
                     changes = None
-                    advice += f"; no fix: {blocked}"
+                    notes.append(f"no fix: {blocked}")
                 elif inner is not None and changes is not None:
                     assert step.optimizer is not None and step.optimizer.built is not None
                     changes += [*clipping, Replace(step.optimizer.built, inner)]
                     title += f" and clip with the optimizer's `{inner.args[-1].keyword.value}`"  # type: ignore[union-attr]
-                    advice += "; " + moved_clip_note(inner)
+                    notes.append(moved_clip_note(inner))
                     unsafe = True  # the optimizer then clips wherever it is used
             condition = unkept_condition(facts, step, generation)
             if condition is not None and changes:
                 # The optimizer scales only under the condition: the edit must keep it.
                 unsafe = True
-                advice += f"; the optimizer is a LossScaleOptimizer only if `{condition}`: keep that condition"
+                notes.append(f"the optimizer is a LossScaleOptimizer only if `{condition}`: keep that condition")
             self.report(
                 step.call,
-                f"gradient of the unscaled loss: {why}; {advice}",
+                f"gradient of the unscaled loss, but `{label}` is a LossScaleOptimizer: {advice}",
                 fix=self.fix(title, changes, unsafe=unsafe) if changes else None,
+                detail="; ".join(notes),
             )
 
 
@@ -509,8 +521,9 @@ class GraphRewriteWithTape(Rule):
             how = "`tf.gradients`" if step.kind == "tf.gradients" else "`GradientTape`"
             self.report(
                 step.call,
-                f"gradients from {how} applied with `{step.optimizer.label}` from enable_mixed_precision_graph_rewrite: "
-                "they bypass its loss scaling (only its own minimize/compute_gradients scale the loss)",
+                f"{how} gradients bypass the loss scaling of `{step.optimizer.label}` from the graph rewrite: "
+                "use its `minimize`, or the Keras mixed-precision API",
+                detail="only the rewrite optimizer's own minimize/compute_gradients scale the loss",
             )
 
 

@@ -55,6 +55,8 @@ _CLASSES = ("LossScale", "DynamicLossScale", "FixedLossScale")
 LOSS_SCALES_GONE = {f"{m}.{c}": c for m in _LOSS_SCALE_MODULES_GONE for c in _CLASSES}
 LOSS_SCALES = {**LOSS_SCALES_GONE, **{f"{m}.{c}": c for m in _LOSS_SCALE_MODULES_V1 for c in _CLASSES}}
 AUTO_MIXED_PRECISION_ENV = "TF_ENABLE_AUTO_MIXED_PRECISION"
+_ENV_DETAIL = ("stock TensorFlow (2.21 included) does not read the switch; `compile` and MP201 take care of loss "
+               "scaling once the policy is set")
 
 KERAS3_NO_FIXED = (
     "Keras 3 has no fixed loss scale: the closest equivalent is a dynamic one starting at {n} "
@@ -158,12 +160,37 @@ _SCALING_METHODS = frozenset({"scale_loss", "get_scaled_loss", "get_unscaled_gra
 
 class MigrationRule(Rule):
     """An MP4xx rule: nothing is reported in code that runs only on an older TensorFlow
-    (a version check or an ImportError/AttributeError fallback keeps the old API there)."""
+    (a version check or an ImportError/AttributeError fallback keeps the old API there).
+
+    Its messages are written as clauses: what is gone and what to use instead first, then
+    the notes (mappings, what a fix cannot keep, why there is none). The message keeps the
+    first two clauses; the notes go to the detail (`-v`, JSON, SARIF, the editor)."""
 
     def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None,
-               premises=()) -> None:
+               premises=(), detail: str = "") -> None:
         if not old_tensorflow_only(self.facts, node):
-            super().report(node, message, fix=fix, severity=severity, premises=premises)
+            message, notes = message_and_notes(message)
+            detail = "; ".join(p for p in (notes, detail) if p)
+            super().report(node, message, fix=fix, severity=severity, premises=premises, detail=detail)
+
+
+def message_and_notes(text: str, limit: int = 170) -> tuple[str, str]:
+    """(the first top-level `; ` clause of `text`, with the second where both fit in
+    `limit` characters; the rest): a `;` inside parentheses or backticks does not split."""
+    clauses, depth, tick, start = [], 0, False, 0
+    for i, char in enumerate(text):
+        if char == "`":
+            tick = not tick
+        elif not tick and char in "([":
+            depth += 1
+        elif not tick and char in ")]":
+            depth = max(depth - 1, 0)
+        elif not tick and depth == 0 and text.startswith("; ", i):
+            clauses.append(text[start:i])
+            start = i + 2
+    clauses.append(text[start:])
+    keep = 2 if len("; ".join(clauses[:2])) <= limit else 1
+    return "; ".join(clauses[:keep]), "; ".join(clauses[keep:])
 
 
 # -- names ----------------------------------------------------------------------------------
@@ -262,18 +289,20 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         or on TF older than 2.4, where it is the only mixed-precision API."""
         target = self.facts.target
         if target.before_stable_api:
-            return (f"is the only mixed-precision API of the TensorFlow older than 2.4 this project runs on "
-                    f"({target.reason}); TF 2.4 deprecated it and TF 2.9 removed it ({error} from then on)")
+            # the evidence of the old TensorFlow is the keras-target premise's (`-v`, JSON)
+            return f"is the only mixed-precision API of this project's TensorFlow (< 2.4), removed in TF 2.9 ({error})"
         if self.keras2:
-            return f"is deprecated since TF 2.4 and was removed in TF 2.9 ({error} from then on, tf-keras included)"
+            return f"was removed in TF 2.9 ({error}, tf-keras included)"
         return f"was removed (TF 2.21: {error})"
 
-    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None,
+               premises=(), detail: str = "") -> None:
         if self.facts.target.before_stable_api:
             # Right where it runs now; the stable API the fix writes does not exist there.
-            message += " when the project moves to TF 2.4 or newer (no fix before: its TensorFlow has no other API)"
+            message += " when the project moves to TF 2.4 or newer"
+            detail = "; ".join(p for p in (detail, "no fix before: its TensorFlow has no other API") if p)
             fix, severity = None, Severity.INFO
-        super().report(node, message, fix=fix, severity=severity)
+        super().report(node, message, fix=fix, severity=severity, premises=premises, detail=detail)
 
     def check(self) -> None:
         self._handled_reads: set[int] = set()
@@ -320,15 +349,13 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
             return False
         target = self.facts.target
         if target.before_stable_api:
-            message = (f"`{module}` is TensorFlow's private copy of the experimental API of the TensorFlow older than "
-                       f"2.4 this project runs on ({target.reason}); TF 2.4 moved it (ImportError from then on): use "
-                       "the public `tf.keras.mixed_precision` API when the project moves to TF 2.4 or newer")
+            message = (f"`{module}` is a private TensorFlow path, moved in TF 2.4 (ImportError): use the public "
+                       "`tf.keras.mixed_precision` API when the project moves to TF 2.4 or newer")
             MigrationRule.report(self, node, message, severity=Severity.INFO)
         else:
             MigrationRule.report(
-                self, node, f"`{module}` is TensorFlow's private copy of the experimental API: it is gone from TF 2.4 on "
-                "(ImportError); use the public `tf.keras.mixed_precision` API (no fix: a private path is no API to "
-                "migrate to)")
+                self, node, f"`{module}` is a private TensorFlow path, gone from TF 2.4 on (ImportError); use the "
+                "public `tf.keras.mixed_precision` API", detail="no fix: a private path is no API to migrate to")
         return True
 
     def _import_experimental_module(self, node: cst.ImportFrom, alias: cst.ImportAlias, module: str) -> None:
@@ -672,9 +699,7 @@ def _tf1_rewrite_message(spelled: str, compat: bool, family: str | None) -> str:
     if compat:
         where = f"{spelled} is deprecated TF 1.x mixed precision, but TF 2.21 still runs it with {optimizers}"
     else:
-        where = (f"{spelled} is TF 1.x mixed precision (deprecated): TF 2.21 has it only as "
-                 f"`tf.compat.v1.mixed_precision.enable_mixed_precision_graph_rewrite` (this spelling raises "
-                 f"AttributeError there), which still runs with {optimizers}")
+        where = f"{spelled} is deprecated TF 1.x mixed precision, kept in TF 2.21 only under `tf.compat.v1`"
     return (f"{where}; moving off it means moving the model to Keras layers and a Keras optimizer (a mixed_float16 "
             "policy and a LossScaleOptimizer): there is no drop-in change for TF 1.x graph code")
 
@@ -683,12 +708,12 @@ def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, keras
     """MP403 outside TF 1.x graph code: what TF 2.21 does with this call, and how bad it is."""
     if not compat:
         if keras2:
-            return (f"{spelled} is deprecated since TF 2.4 and was removed from the TF 2 API in TF 2.6 "
-                    "(AttributeError from then on; only `tf.compat.v1` keeps it)"), Severity.ERROR
+            return (f"{spelled} was removed from the TF 2 API in TF 2.6 (AttributeError; only `tf.compat.v1` "
+                    "keeps it)"), Severity.ERROR
         return f"{spelled} is gone from TF 2.21 (AttributeError)", Severity.ERROR
     if family == LEGACY:
-        return (f"{spelled} is deprecated: it still runs with this Keras 2 legacy optimizer, but raises ValueError "
-                "once a Keras mixed policy is set, and Keras 3 has no legacy optimizers"), Severity.WARNING
+        return (f"{spelled} is deprecated and raises ValueError under a Keras mixed policy; Keras 3 has no legacy "
+                "optimizers, with which it still runs"), Severity.WARNING
     if family == KERAS:
         if keras2:
             return (f"{spelled} rejects the Keras optimizers of TF 2.11+ (ValueError; only `tf.keras.optimizers.legacy` "
@@ -847,8 +872,8 @@ class GraphRewriteApi(MigrationRule):
         note = scale.note(facts, keras2)
         self.report(
             call,
-            f"{message}; set the mixed_float16 policy before the model is built and wrap the optimizer in a "
-            "LossScaleOptimizer" + (f"; {note}" if note else ""),
+            f"{message}; use the mixed_float16 policy and a LossScaleOptimizer"
+            + "; set the policy before the model is built" + (f"; {note}" if note else ""),
             fix=self.fix("Use the Keras mixed-precision API", changes, unsafe=True),
             severity=severity,
         )
@@ -932,16 +957,16 @@ class GraphRewriteApi(MigrationRule):
         keras = _uses_keras(facts)
         if not keras or (is_tf1_graph_code(facts) and not facts.policy.global_settings):
             what = "this TF 1.x graph code" if is_tf1_graph_code(facts) else "this code"
-            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is a switch of NVIDIA's NGC TensorFlow containers "
-                              f"(TensorFlow 2.21 ignores it); {what} has no Keras model to move to a "
-                              "mixed_float16 policy: keep it for the NGC containers, or port the model to Keras",
-                        severity=Severity.INFO)
+            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` works only in NVIDIA's NGC containers: keep it for them, "
+                              "or port the model to Keras",
+                        severity=Severity.INFO,
+                        detail=f"TensorFlow 2.21 ignores it; {what} has no Keras model to move to a mixed_float16 policy")
             return
         if sets_mixed_float16(facts) and late_mixed_settings(facts):
-            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: "
-                              "TensorFlow 2.21 ignores it, and the mixed_float16 policy this code sets comes after "
-                              "its model is built (MP102), so this code trains in float32: set the policy before "
-                              "the model is built", severity=Severity.WARNING)
+            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NGC containers and the policy comes "
+                              "after the model: set the policy before the model is built", severity=Severity.WARNING,
+                        detail="TensorFlow 2.21 ignores the switch, and the mixed_float16 policy this code sets comes "
+                               "after its model is built (MP102), so this code trains in float32")
             return
         if sets_mixed_float16(facts):
             # the policy this code sets is what enables mixed precision outside NGC
@@ -949,29 +974,27 @@ class GraphRewriteApi(MigrationRule):
             fix = None
             if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and not isinstance(value, cst.IfExp):
                 fix = self.fix("Remove the switch", [remove_statement(facts.index, statement)], unsafe=True)
-            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: "
-                              "TensorFlow 2.21 ignores it (there only the Keras policy this code sets counts), so "
-                              "the switch can go", fix=fix, severity=Severity.INFO)
+            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NGC containers, where the Keras policy "
+                              "this code sets counts: the switch can go", fix=fix, severity=Severity.INFO)
             return
         # "trains in float32" holds only on stock TensorFlow: in an NGC container the switch works.
         build = stock_tensorflow_premise(facts)
-        message = (f"`{AUTO_MIXED_PRECISION_ENV}` is read only by NVIDIA's NGC TensorFlow containers: TensorFlow "
-                   "2.21 ignores it and this code trains in float32; set the mixed_float16 policy instead (compile "
-                   "and MP201 take care of loss scaling)")
+        message = (f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NVIDIA's NGC containers, so this trains in "
+                   "float32: set the mixed_float16 policy instead")
         statement = facts.index.statement_of(node)
         fix = None
         guard: Guard = []
         if isinstance(value, cst.IfExp):  # `= "1" if args.amp else "0"`: the policy goes under that condition
             on, off = string_value(value.body), string_value(value.orelse)
             if on is None or off is None or _switches_on(on) == _switches_on(off) or not side_effect_free(value.test):
-                self.report(node, message, premises=(build,))
+                self.report(node, message, premises=(build,), detail=_ENV_DETAIL)
                 return
             guard = [(value.test, not _switches_on(on))]
         if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
             changes = self._policy_instead_of(statement, guard)
             if changes is not None:
                 fix = self.fix("Set the mixed_float16 policy instead", changes, unsafe=True)
-        self.report(node, message, fix=fix, severity=Severity.WARNING, premises=(build,))
+        self.report(node, message, fix=fix, severity=Severity.WARNING, premises=(build,), detail=_ENV_DETAIL)
 
     def _policy_instead_of(self, statement: cst.SimpleStatementLine, guard: Guard) -> list[Change] | None:
         """Replace the statement that sets the environment variable by the policy (under
@@ -1217,7 +1240,8 @@ class LossScaleApiMismatch(MigrationRule):
         n = code(facts, initial) if initial is not None else "32768"
         self.report(
             call,
-            "Keras 3 LossScaleOptimizers refuse `dynamic=False` (ValueError): " + KERAS3_NO_FIXED.format(n=n),
+            "Keras 3 LossScaleOptimizers refuse `dynamic=False` (ValueError): drop it for a dynamic scale "
+            f"starting at {n}; " + KERAS3_NO_FIXED.format(n=n),
             fix=self.fix("Drop `dynamic=False`", [Replace(call, without_arg(call, arg))], unsafe=True)
             if arg.keyword is not None else None,
         )

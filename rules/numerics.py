@@ -431,11 +431,9 @@ class Float16OverflowConstant(Rule):
         infinity = "-inf" if constant.value < 0 else "inf"
         limit = "min" if constant.value < 0 else "max"
         where = "layer code" if kind == LAYER else "@tf.function"
-        message = (
-            f"{_describe(self.facts, constant)} overflows float16 (max 65504) and becomes {infinity} "
-            f"when this {where} computes in float16 under mixed_float16 (NaN after `inf * 0` or a "
-            f"softmax over -inf); "
-        )
+        message = f"{_describe(self.facts, constant)} overflows float16 (max 65504) to {infinity} in this {where}: "
+        detail = (f"it becomes {infinity} when this {where} computes in float16 under mixed_float16 (NaN after "
+                  "`inf * 0` or a softmax over -inf)")
         fix = None
         on_tensorflow = code.runs_on_tensorflow()
         if tensor is not None and constant.fixed_in_code and on_tensorflow:
@@ -446,11 +444,12 @@ class Float16OverflowConstant(Rule):
             )
             fix = self.fix(f"Use `{spelled}`", [Replace(constant.node, replacement)], unsafe=True)
         elif on_tensorflow:
-            message += "compute this part in float32 (cast first) or use a dtype-aware value like `x.dtype.min`"
+            message += "compute it in float32 or use a dtype-aware value like `x.dtype.min`"
         else:  # Keras 3 code that also runs on JAX/torch, where `x.dtype.min` raises
             bound = "-65504.0 is its lowest" if constant.value < 0 else "65504.0 is its highest"
-            message += f"compute this part in float32 (cast first) or use a value float16 can hold ({bound})"
-        self.report(constant.node, message, fix=fix)
+            message += f"compute it in float32 or use a value float16 can hold ({bound})"
+            detail += "; `x.dtype.min` is TensorFlow-only and raises on JAX and torch"
+        self.report(constant.node, message, fix=fix, detail=detail)
 
 
 class Float16UnderflowEpsilon(Rule):
@@ -599,22 +598,18 @@ class Float16UnderflowEpsilon(Rule):
             reported.add(id(constant.node))
             layer = qualified.rsplit(".", 1)[-1]  # type: ignore[union-attr]
             origin = "TensorFlow Addons'" if qualified.startswith("tensorflow_addons.") else "Keras 2's (tf-keras)"  # type: ignore[union-attr]
-            message = (
-                f"epsilon {_describe(facts, constant)} rounds to 0 in float16: {origin} {layer} adds it "
-                f"in float16 under mixed_float16, so a constant group gives NaN; "
-            )
-            self._finish(constant, message)
+            message = f"epsilon {_describe(facts, constant)} rounds to 0 in float16 in {origin} {layer}: "
+            self._finish(constant, message, f"{origin} {layer} adds it in float16 under mixed_float16, so a "
+                                            "constant group gives NaN")
 
     def _report(self, constant: Constant, kind: str, what: str) -> None:
         where = "layer code" if kind == LAYER else "@tf.function"
-        message = (
-            f"epsilon {_describe(self.facts, constant)} {what} rounds to 0 in float16 (smallest float16: "
-            f"6e-8) and no longer guards against division by zero, rsqrt(0) or log(0) when this {where} "
-            f"computes in float16 under mixed_float16; "
-        )
-        self._finish(constant, message)
+        message = f"epsilon {_describe(self.facts, constant)} {what} rounds to 0 in float16: "
+        self._finish(constant, message, f"the smallest float16 is 6e-8: the epsilon no longer guards against division "
+                                        f"by zero, rsqrt(0) or log(0) when this {where} computes in float16 under "
+                                        "mixed_float16")
 
-    def _finish(self, constant: Constant, message: str) -> None:
+    def _finish(self, constant: Constant, message: str, detail: str) -> None:
         target = self._fix_target(constant)
         fix = None
         if target is not None:
@@ -622,7 +617,7 @@ class Float16UnderflowEpsilon(Rule):
             fix = self.fix(f"Use epsilon {SAFE_EPSILON_TEXT}", [Replace(target, cst.Float(SAFE_EPSILON_TEXT))], unsafe=True)
         else:
             message += f"use a float16-safe epsilon (>= {SAFE_EPSILON_TEXT}) or compute this part in float32"
-        self.report(constant.node, message, fix=fix)
+        self.report(constant.node, message, fix=fix, detail=detail)
 
     def _fix_target(self, constant: Constant) -> cst.CSTNode | None:
         """The positive literal that spells the epsilon, where it is written."""
@@ -703,17 +698,15 @@ class Float16InputPipeline(Rule):
     def check(self) -> None:
         pipeline = self.facts.analysis(InputPipeline)
         for cast in pipeline.casts():
-            message = (
-                f"input preprocessing computes in float16 on the CPU ({cast.context}: {cast.arithmetic}): every "
-                "float16 step rounds to 3 significant digits, where float32 math and the model's own cast to float16 "
-                "round once; cast to float32 here"
-            )
+            message = f"input preprocessing computes in float16 ({cast.arithmetic}): cast to float32 here"
+            notes = [f"{cast.context}: every float16 step on the CPU rounds to 3 significant digits, where float32 "
+                     "math and the model's own cast to float16 round once"]
             change = float16_dtype_fix(self.facts, cast.dtype)
             fix = None
             if change is not None:
                 declared = pipeline.declares_float16_input()
                 if declared:
-                    message += ("; this module declares a float16 model input, which the fixed pipeline no longer "
-                                "matches: cast to float16 after the arithmetic instead")
+                    notes.append("this module declares a float16 model input, which the fixed pipeline no longer "
+                                 "matches: cast to float16 after the arithmetic instead")
                 fix = self.fix("Convert to float32", [Replace(*change)], unsafe=declared)
-            self.report(cast.call, message, fix=fix)
+            self.report(cast.call, message, fix=fix, detail="; ".join(notes))

@@ -404,6 +404,6 @@ class PolicySetAfterLayers(Rule):
                 what, them = f"{len(early)} layers/models (first {first}) were", "they keep"
             self.report(
                 setting.call,
-                f"the global policy ({names}) is set after {what} created in this scope: {them} the "
-                "previous policy (float32 by default); set the policy before building layers",
+                f"{names} is set after {what} built here: set the policy before building layers",
+                detail=f"{them} the policy in effect when built (float32 by default)",
             )

@@ -76,6 +76,7 @@ class TensorCoreFinding:
     node: cst.Call
     message: str
     fix: FixPlan | None
+    detail: str = ""
 
 
 def round_up(value: int, multiple: int) -> int:
@@ -96,12 +97,12 @@ def growth_text(growth: str, old: int, new: int, shared: bool = False) -> str:
     then its growth is a lower bound."""
     ratio = new / old
     if growth == LINEAR:
-        return f"adds {'at least ' if shared else ''}{_percent(ratio - 1)} parameters to this layer"
+        return f"adds {'at least ' if shared else ''}{_percent(ratio - 1)} parameters"
     if growth == AT_MOST:
-        return f"adds at most {_percent(ratio - 1)} parameters to this layer"
+        return f"adds at most {_percent(ratio - 1)} parameters"
     if growth == RECURRENT:
         return (
-            f"adds {_percent(ratio - 1)} to {_percent(ratio * ratio - 1)} parameters to this layer "
+            f"adds {_percent(ratio - 1)} to {_percent(ratio * ratio - 1)} parameters "
             "(depending on its input width)"
         )
     return f"makes each step {_percent(ratio - 1)} larger"
@@ -220,7 +221,8 @@ class TensorCoreFindings:
         if wanted and not self.facts.path.endswith(".ipynb"):
             rows = rows_of(self.facts, wanted)
         for item in pending:
-            finding = TensorCoreFinding(item.code, item.site.call, self._message(item, rows), self._fix(item))
+            message, detail = self._message(item, rows)
+            finding = TensorCoreFinding(item.code, item.site.call, message, self._fix(item), detail)
             self.by_code.setdefault(item.code, []).append(finding)
 
     @staticmethod
@@ -246,26 +248,26 @@ class TensorCoreFindings:
                 parts.append(where)
         return f" ({'; '.join(parts)})" if parts else ""
 
-    def _message(self, item: _Pending, rows: dict[int, int]) -> str:
+    def _message(self, item: _Pending, rows: dict[int, int]) -> tuple[str, str]:
+        """(the message, its detail)."""
         site = item.site
         m = self.multiple
         shown = f"{site.label} = {site.shown}" if site.shown else f"{site.label}={site.value.value}"
-        message = (
-            f"{shown}{self._origin(item, rows)} is not a multiple of {m}, which float16 "
-            f"{'convolutions' if site.label == 'filters' else _WORK[item.code]} need to run on Tensor Cores; "
-        )
+        message = f"{shown}{self._origin(item, rows)} is not a multiple of {m} for Tensor Cores: "
+        detail = [f"float16 {'convolutions' if site.label == 'filters' else _WORK[item.code]} need sizes that are "
+                  f"multiples of {m} to run on Tensor Cores"]
         if site.edit_label and site.edit is not None:
             old, new = site.edit.value, item.edit_rounded
-            message += f"rounding {site.edit_label} {old} -> {new} "
+            message += f"round {site.edit_label} {old} -> {new} "
         else:
             old, new = site.value.value, item.rounded
-            message += f"rounding {old} -> {new} "
+            message += f"round {old} -> {new} "
         shared = any(s.via != "literal" for s in site.value.sources)
-        message += growth_text(site.growth, old, new, shared)  # type: ignore[arg-type]
+        message += f"({growth_text(site.growth, old, new, shared)})"  # type: ignore[arg-type]
         if item.reason:
             shared = f" (line {rows[id(item.shared_with)]})" if item.shared_with is not None and id(item.shared_with) in rows else ""
-            message += f"; not fixed: {item.reason}{shared}"
-        return message
+            detail.append(f"not fixed: {item.reason}{shared}")
+        return message, "; ".join(detail)
 
     def _fix(self, item: _Pending) -> FixPlan | None:
         source = item.source
@@ -291,7 +293,7 @@ class _TensorCoreRule(Rule):
         cpu_only = self.facts.analysis(CpuOnly)
         for finding in findings.by_code.get(self.code, []):
             if not cpu_only.covers(finding.node):  # no GPU, no Tensor Cores to feed
-                self.report(finding.node, finding.message, fix=finding.fix)
+                self.report(finding.node, finding.message, fix=finding.fix, detail=finding.detail)
 
 
 class UnitsNotMultiple(_TensorCoreRule):

@@ -63,7 +63,7 @@ def test_json_output_is_exactly_the_documented_array(cli, project):
     assert isinstance(data, list) and len(data) == 1
     item = data[0]
     assert set(item) == {"code", "name", "message", "severity", "filename", "location", "end_location", "fix", "cell",
-                         "tier", "premises"}
+                         "tier", "premises", "detail"}
     assert item["code"] == "MP103" and item["name"] == "float16-variables"
     assert item["severity"] == "warning"
     assert item["filename"] == os.path.join("pkg", "model.py")

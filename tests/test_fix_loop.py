@@ -52,7 +52,7 @@ def test_fix_breaking_the_code_is_not_advertised_when_only_checking(test_rules):
     """Decided at lint time: a plain check already shows the finding without a fix."""
     out = _run(HEADER + "breakme = 1\n", {"MP991"}, fix=False)
     finding = next(f for f in out.findings if f.code == "MP991")
-    assert finding.fix is None and "no automatic fix" in finding.message
+    assert finding.fix is None and "no automatic fix" in finding.detail
     assert any(f.code == "MP900" and "MP991" in f.message for f in out.findings)
 
 

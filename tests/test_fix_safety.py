@@ -281,5 +281,5 @@ def test_unbound_names_withhold_the_fix_and_say_so():
     doc = decode_python("m.py", text.encode())
     outcome = check_document(doc, FileSettings(codes=frozenset({"MP201"}), target="keras3"), "m.py", fix=True, unsafe=True)
     (finding,) = outcome.findings
-    assert finding.fix is None and "it would use `optimizer`, which is not bound" in finding.message
+    assert finding.fix is None and "it would use `optimizer`, which is not bound" in finding.detail
     assert outcome.text == doc.text

@@ -16,7 +16,7 @@ def test_dynamic_loss_scale_with_another_multiplier_is_not_mapped():
         opt = tf.keras.mixed_precision.experimental.LossScaleOptimizer(tf.keras.optimizers.SGD(), scale)
     """)
     lso = [f for f in findings if f.location.row == 4]
-    assert lso and lso[0].fix is None and "cannot be mapped" in lso[0].message
+    assert lso and lso[0].fix is None and "cannot be mapped" in lso[0].detail
     assert "multiplier=4.0" in fixed
 
 

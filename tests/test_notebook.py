@@ -260,9 +260,9 @@ def test_layout_mplint_cannot_reproduce_is_reported_not_rewritten(tmp_path):
     text = json.dumps(json.loads(nbformat.writes(nb)), indent="\t") + "\n"
     path = tmp_path / "tabs.ipynb"
     path.write_text(text, encoding="utf-8")
-    result = mplint("tabs.ipynb", "--fix", "--unsafe-fixes")
+    result = mplint("tabs.ipynb", "--fix", "--unsafe-fixes", "-v")
     assert result.exit_code == 1
-    # Known when checking: the finding offers no fix (no `[*]`), and says why.
+    # Known when checking: the finding offers no fix (no `[*]`), and says why (its detail, `-v`).
     assert "mplint cannot write this notebook back unchanged (its JSON layout is not Jupyter's standard one)" in result.output
     assert "[*]" not in result.output
     assert path.read_text(encoding="utf-8") == text

@@ -76,7 +76,7 @@ def test_a_suppressed_member_keeps_its_whole_fix_group_unfixed(cli, test_rules, 
     result = cli(["--no-cache", "--select", "MP990", "--fix", "--output-format", "json", "a.py"], cwd=tmp_path)
     assert path.read_text() == text
     (left,) = json.loads(result.stdout)
-    assert left["fix"] is None and "not all of them can be fixed" in left["message"]
+    assert left["fix"] is None and "not all of them can be fixed" in left["detail"]
 
 
 def test_engine_codes_cannot_be_suppressed(cli, tmp_path):

@@ -395,7 +395,7 @@ def test_an_assumed_target_makes_its_fixes_unsafe_and_says_so(cli, project, inst
     findings = json.loads(cli(["--no-cache", "--extended", "--output-format", "json", "train.py"], cwd=project).stdout)
     assert {f["code"] for f in findings} == {"MP404"}
     for finding in findings:
-        assert "keras-target assumed: installed tensorflow 2.21.0 (Keras 3)" in finding["message"]
+        assert "keras-target assumed: installed tensorflow 2.21.0 (Keras 3)" in finding["detail"] and "(keras-target assumed)" in finding["message"]
         assert finding["fix"] is None or finding["fix"]["applicability"] == "unsafe"
     write(project / "requirements.txt", "tensorflow==2.21.0\n")
     project_pins.cache_clear()

@@ -30,13 +30,13 @@ def test_round_up(value: int, multiple: int, expected: int) -> None:
 
 
 def test_growth_text_for_each_kind_of_layer() -> None:
-    assert growth_text("linear", 1001, 1008) == "adds ~0.7% parameters to this layer"
-    assert growth_text("linear", 10, 16) == "adds ~60% parameters to this layer"
-    assert growth_text("linear", 10001, 10008) == "adds <0.1% parameters to this layer"
-    assert growth_text("at most", 30, 32) == "adds at most ~6.7% parameters to this layer"
+    assert growth_text("linear", 1001, 1008) == "adds ~0.7% parameters"
+    assert growth_text("linear", 10, 16) == "adds ~60% parameters"
+    assert growth_text("linear", 10001, 10008) == "adds <0.1% parameters"
+    assert growth_text("at most", 30, 32) == "adds at most ~6.7% parameters"
     assert growth_text("recurrent", 100, 104).startswith("adds ~4.0% to ~8.2% parameters")
     # a size written as a name may size this layer's input too: its growth is a lower bound
-    assert growth_text("linear", 100, 104, shared=True) == "adds at least ~4.0% parameters to this layer"
+    assert growth_text("linear", 100, 104, shared=True) == "adds at least ~4.0% parameters"
     # a batch makes each step larger; the work per epoch depends on how steps are counted
     assert growth_text("step", 100, 104) == "makes each step ~4.0% larger"
 

@@ -106,6 +106,7 @@ class Report:
     message: str
     fix: FixPlan | None
     premises: tuple[Premise, ...] = ()
+    detail: str = ""
 
 
 # -- the base class ----------------------------------------------------------------------
@@ -145,7 +146,12 @@ class Rule:
         fix: FixPlan | None = None,
         severity: Severity | None = None,
         premises: Sequence[Premise] = (),
+        detail: str = "",
     ) -> None:
+        """Report `message` (one sentence: what is wrong here and what to do) at `node`;
+        `detail` carries the why (shown by -v, JSON, SARIF and the editor). The message
+        names each premise that is not proved in a few words; its evidence goes to the
+        detail."""
         stated = {p.fact: p for p in premises}
         found: list[Premise] = []
         for fact in self.premises:
@@ -154,23 +160,32 @@ class Rule:
                 found.append(premise)
         found += stated.values()
         fix_rests_on = list(found)
+        short: list[str] = []  # what the message says of the premises
+        why = [detail] if detail else []
         target = next((p for p in found if p.fact == TARGET), None)
         if target is None and self.depends_on_target:
             # The finding holds on either Keras; its fix is written for one of them.
             target = target_premise(self.facts)
             fix_rests_on.append(target)
-            if target.status is Status.ASSUMED:
-                message = f"{message} ({self.facts.target.assumption})"
+            name = "Keras 2" if self.facts.target.is_keras2 else "Keras 3"
+            if target.status is Status.ASSUMED and fix is not None:
+                short.append(f"fix for {name}, assumed: set `target`")
+                why.append(self.facts.target.assumption)
             elif target.status is Status.CONFLICTING:
-                message = f"{message} (fix withheld: {target.evidence})"
+                short.append("fix withheld: the Keras evidence conflicts")
+                why.append(f"fix withheld: {target.evidence}")
         if target is not None and target.status is Status.CONFLICTING:
             fix = None  # no fix written for a Keras the evidence disagrees on
-        note = unproved_note(tuple(found))
-        if note:
-            message = f"{message} ({note})"
+        weak = [p for p in found if p.status in (Status.ASSUMED, Status.CONFLICTING)]
+        if weak:
+            short.append(", ".join(f"{p.fact} {p.status.value}" for p in weak))
+            why.append(unproved_note(tuple(weak)))
+        if short:
+            message = f"{message} ({'; '.join(short)})"
         if fix is not None and fix.applicability is Applicability.SAFE and not all_proved(tuple(fix_rests_on)):
             fix = FixPlan(Applicability.UNSAFE, fix.message, fix.changes, fix.group)
-        self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix, tuple(found)))
+        self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix, tuple(found),
+                                 "; ".join(why)))
 
     @staticmethod
     def fix(message: str, changes: Sequence[Change], unsafe: bool = False, group: FixGroup | None = None) -> FixPlan:

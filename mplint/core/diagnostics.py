@@ -187,6 +187,9 @@ class Finding:
     span_rows: tuple[int, int] = field(default=(0, 0), compare=False)
     # The facts the finding rests on, with their status (mplint.facts.premises).
     premises: tuple[Premise, ...] = field(default=(), compare=False)
+    # The why behind the one-sentence message: the mechanism, the evidence of each premise
+    # that is not proved, why there is no fix. Shown by `-v`, JSON, SARIF and the editor.
+    detail: str = field(default="", compare=False)
 
     @property
     def tier(self) -> str:
@@ -209,6 +212,7 @@ class Finding:
             "cell": self.cell,
             "tier": self.tier,
             "premises": [p.to_json() for p in self.premises],
+            "detail": self.detail,
         }
 
     def cache_json(self) -> dict[str, Any]:
@@ -231,6 +235,7 @@ class Finding:
             cell=data.get("cell"),
             span_rows=tuple(data.get("span_rows", (0, 0))),  # type: ignore[arg-type]
             premises=tuple(Premise.from_json(p) for p in data.get("premises", ())),
+            detail=data.get("detail", ""),
         )
 
 

@@ -239,7 +239,7 @@ def _to_findings(doc: Document, module: cst.Module, filename: str, reports: list
         rows = (doc.row_of(span.start), doc.row_of(max(span.start, span.end - 1)))
         findings.append((report, Finding(
             report.code, report.name, report.message, report.severity, filename, start, end, fix, cell, rows,
-            report.premises,
+            report.premises, report.detail,
         )))
     return findings
 

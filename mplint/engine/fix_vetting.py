@@ -55,8 +55,8 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
 
 
 def without_fix(finding: Finding, why: str | None = None) -> Finding:
-    message = finding.message + (f" (no automatic fix: {why})" if why else "")
-    return dataclasses.replace(finding, fix=None, message=message)
+    detail = "; ".join(part for part in (finding.detail, f"no automatic fix: {why}" if why else "") if part)
+    return dataclasses.replace(finding, fix=None, detail=detail)
 
 
 class FixVetting:

@@ -163,8 +163,10 @@ def execute(request: CheckRequest, resolver) -> int:
         for line in result.details:
             click.echo(line, err=True)
         for finding in result.findings:
+            where = f"{finding.filename}:{finding.location.row}:{finding.location.column}"
+            if finding.detail:
+                click.echo(f"{where}: {finding.code} why: {finding.detail}", err=True)
             if finding.premises:
-                where = f"{finding.filename}:{finding.location.row}:{finding.location.column}"
                 click.echo(f"{where}: {finding.code} rests on ({finding.tier} tier):", err=True)
                 for premise in finding.premises:
                     click.echo(f"    {premise.describe()}", err=True)

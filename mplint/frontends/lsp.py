@@ -196,6 +196,8 @@ class MplintLanguageServer(LanguageServer):
             message += " (unsafe fix available)"
         elif f.fix is not None:
             message += " (fix available)"
+        if f.detail:
+            message += f"\n\n{f.detail}"  # the why, on hover; the first line stays one sentence
         return types.Diagnostic(
             range=_range(lines, document, f.location.row, f.location.column, f.end_location.row,
                          f.end_location.column),

@@ -139,6 +139,8 @@ def _result(f: Finding, rule_index: dict[str, int], positions: FilePositions) ->
     properties: dict[str, Any] = {}
     if f.cell is not None:
         properties = {"cell": f.cell, "cellLocation": {"row": f.location.row, "column": f.location.column}}
+    if f.detail:
+        properties["detail"] = f.detail
     if f.premises:
         # How sure mplint is (the tier and each premise's status), apart from how bad it is (`level`).
         properties["tier"] = f.tier
