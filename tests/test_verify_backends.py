@@ -169,3 +169,37 @@ def test_torch_guide_and_script_on_torch() -> None:
     update = checks_of(report)["training-update"]
     assert update["measured"]["update_ratio"] == pytest.approx(1 / 32768, rel=0.05)
     assert update["detail"].startswith("one train_step(x, y) step's update")
+
+
+# -- numerical parity on padded inputs (issue #27) -----------------------------------------
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize("backend", [pytest.param("jax", marks=needs_jax), "tensorflow"])
+def test_a_mask_fill_that_overflows_float16_fails_parity_and_names_the_layer(backend: str) -> None:
+    """keras-hub's T5 shape: a -1e9 mask fill gives NaN for a fully padded sequence under
+    mixed_float16. Verify's inputs carry padding (the last row fully padded), so parity
+    fails and names the attention layer; with MP501's advice applied (-65504.0) it passes."""
+    code, report = run_verify(fixture("masked_attention.py"), "--backend", backend)
+    checks = checks_of(report)
+    assert code == 1 and report["backend"] == backend
+    assert "padding mask" in " ".join(checks["finite-forward"]["measured"].get("inputs", [])) or \
+        "padding mask" in checks["finite-forward"]["detail"]
+    assert checks["finite-forward"]["status"] == "fail" and "'attention' (MaskedSelfAttention" in checks["finite-forward"]["detail"]
+    agreement = checks["float32-agreement"]
+    assert agreement["status"] == "fail"
+    assert agreement["measured"]["first_divergent_layer"]["class"] == "MaskedSelfAttention"
+    assert "non-finite under mixed_float16, finite in float32" in agreement["detail"]
+    code, report = run_verify(fixture("masked_attention_fixed.py"), "--backend", backend)
+    fixed = checks_of(report)
+    assert (fixed["finite-forward"]["status"], fixed["float32-agreement"]["status"]) == ("pass", "pass"), report
+    assert code == 0 and report["verdict"] == "ok"
+
+
+def test_mask_inputs_get_padded_rows_and_one_fully_padded_row() -> None:
+    from mplint.verify.probe.data import is_mask_input, padding_mask
+
+    assert [is_mask_input(n) for n in ("padding_mask", "encoder_padding_mask_1", "attention_mask", "token_ids",
+                                       "decoder_token_ids")] == [True, True, True, False, False]
+    mask = padding_mask([4, 6])
+    assert mask[0].all() and 0 < mask[1].sum() < 6 and mask[-1].sum() == 0
+    assert all(mask[i].sum() >= mask[i + 1].sum() for i in range(3))

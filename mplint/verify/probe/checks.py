@@ -10,7 +10,7 @@ import numpy as np
 
 from .kerasapi import KerasAPI, float32_policies, variable_name
 from .tensors import dtype_name, flatten, is_float, to_numpy
-from .tracing import CallRecorder
+from .tracing import CallRecorder, LayerCall
 
 # Relative L2 distance allowed between mixed and float32 outputs (unit roundoff is
 # 4.9e-4 for float16 and 3.9e-3 for bfloat16; a few dozen roundings of headroom).
@@ -64,7 +64,50 @@ def output_names(model, outputs) -> list:
 
 
 def _layer_label(layer) -> str:
-    return f"layer {layer.name!r} ({type(layer).__name__}, policy {KerasAPI.policy_name(layer)})"
+    path = getattr(layer, "path", None)  # Keras 3: "t5_backbone/transformer_layer_0/attention"
+    where = f" at {path!r}" if isinstance(path, str) and path and path != layer.name else ""
+    return f"layer {layer.name!r}{where} ({type(layer).__name__}, policy {KerasAPI.policy_name(layer)})"
+
+
+def culprit(call):
+    """The layer whose code made the first non-finite values: the call itself, unless its
+    inputs were already non-finite, which only the code of the layer around it (between
+    its sub-layers: a mask fill, a softmax written with ops) can have made."""
+    inputs_finite = all(_finite(t) for t in call.inputs if is_float(t))
+    if inputs_finite or call.parent is None:
+        return call
+    return LayerCall(call.parent, [], call.output, None)
+
+
+def first_divergent_call(run: "ForwardPass", tolerance: float):
+    """Layer by layer: the first call (innermost first, in the order they returned) whose
+    output under the mixed policy is non-finite where float32's is finite, or differs
+    from float32's by more than `tolerance` (relative L2). Returns (call, why) or None.
+    The float32 run is recorded through the same layers on the same inputs."""
+    recorder = CallRecorder(run.api.layers(run.model))
+    try:
+        with float32_policies(run.api, [run.model]), recorder:
+            run.model(run.inputs, training=False)
+    except Exception:
+        return None
+    if len(recorder.calls) != len(run.recorder.calls):
+        return None  # not the same sequence of calls: no pairing
+    for mixed, ref in zip(run.recorder.calls, recorder.calls):
+        if mixed.layer is not ref.layer:
+            return None
+        for a, b in zip(flatten(mixed.output), flatten(ref.output)):
+            if not (is_float(a) and is_float(b)):
+                continue
+            x = to_numpy(a, np.float32).astype(np.float64)
+            y = to_numpy(b, np.float32).astype(np.float64)
+            if x.shape != y.shape or not np.all(np.isfinite(y)):
+                continue
+            if not np.all(np.isfinite(x)):
+                return culprit(mixed), f"non-finite under {run.policy}, finite in float32"
+            relative = float(np.linalg.norm(x - y)) / max(float(np.linalg.norm(y)), 1e-30)
+            if relative > tolerance:
+                return mixed, f"{relative:.2%} from float32 (relative L2)"
+    return None
 
 
 def _dtype(tensor) -> str:
@@ -157,11 +200,12 @@ def check_finite_forward(run: ForwardPass, input_descriptions: list) -> Result:
     first = next(
         (c for c in run.recorder.calls if not all(_finite(t) for t in flatten(c.output))), None
     )
+    first = culprit(first) if first is not None else None
     where = f"; the first non-finite values come out of {_layer_label(first.layer)}" if first else ""
     return Result(
         "fail",
         f"output {', '.join(repr(b) for b in bad)} has NaN/inf on synthetic inputs ({inputs}){where}: look for "
-        "constants outside float16's range (1e-9 masks, 1e-8 epsilons, values over 65504) in that layer",
+        "constants outside float16's range (-1e9 mask fills, 1e-8 epsilons, values over 65504) in that layer",
         {"non_finite_outputs": bad},
     )
 
@@ -202,6 +246,12 @@ def check_float32_agreement(run: ForwardPass) -> Result:
             f"some value overflows {run.compute_dtype} (see finite-forward)" if any(e is None for e in errors.values())
             else f"some layer loses precision in {run.compute_dtype}"
         )
+        found = first_divergent_call(run, tolerance)
+        if found is not None:
+            call, why = found
+            advice = f"the first layer to go wrong is {_layer_label(call.layer)}: {why}"
+            measured["first_divergent_layer"] = {"name": call.layer.name, "class": type(call.layer).__name__,
+                                                 "path": getattr(call.layer, "path", call.layer.name), "why": why}
         return Result(
             "fail",
             "; ".join(problems) + f": {advice}; compute that layer in float32 (dtype='float32') or rescale its values",

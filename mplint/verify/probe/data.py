@@ -2,7 +2,11 @@
 
 Inputs follow the model's `Input`s: shape (a `None` sequence length becomes
 SEQUENCE_LENGTH), dtype, and for inputs that feed an `Embedding`, integer ids within
-its `input_dim`. Targets follow the outputs of a forward pass and the kind of loss.
+its `input_dim`. Mask inputs (`padding_mask`, `attention_mask`, any `*_mask`) mark
+padded positions: each row keeps a shorter valid prefix, and the last row is fully
+padded, because a mask fill that overflows float16 (`-1e9`) turns into NaN exactly
+there, and synthetic data without padding would never show it. Targets follow the
+outputs of a forward pass and the kind of loss.
 """
 
 from __future__ import annotations
@@ -98,6 +102,26 @@ def _built_input(model):
     return None
 
 
+def is_mask_input(name: str) -> bool:
+    """`padding_mask`, `attention_mask`, `encoder_padding_mask`, `mask`, ... (Keras adds
+    `_1`-style suffixes to repeated names)."""
+    base = name.lower().rsplit(":", 1)[0].rstrip("0123456789_")
+    return base.endswith("mask")
+
+
+def padding_mask(shape: list) -> np.ndarray:
+    """1 for valid positions, 0 for padded ones, over (batch, sequence, ...): row i keeps
+    a valid prefix that shrinks with i (at least one position), the last row none."""
+    batch, length = shape[0], shape[1]
+    mask = np.zeros(shape, dtype=np.int64)
+    step = max(length // max(batch, 1), 1)
+    for row in range(batch):
+        fully_padded = row == batch - 1 and batch > 1
+        valid = 0 if fully_padded else max(1, length - row * step)
+        mask[row, :valid, ...] = 1
+    return mask
+
+
 def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
     """(inputs with the structure of model.input, a description per input)."""
     structure = model_inputs(model)
@@ -117,7 +141,14 @@ def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
         dtype = _dtype_name(tensor.dtype)
         name = getattr(tensor, "name", "input")
         bound = _embedding_bound(model, api, tensor)
-        if dtype.startswith(("int", "uint")) or bound is not None:
+        if is_mask_input(name) and len(concrete) >= 2 and dtype in ("bool", "int32", "int64", "float16", "float32",
+                                                                     "bfloat16", "uint8", "int8"):
+            mask = padding_mask(concrete)
+            value = as_tensor(mask.astype(bool) if dtype == "bool" else mask.astype(
+                "float32" if dtype.startswith(("float", "bfloat")) else dtype), None if dtype == "bool" else dtype)
+            descriptions.append(f"{name}: {dtype}{tuple(concrete)} padding mask (shorter valid prefixes, the last "
+                                "row fully padded)")
+        elif dtype.startswith(("int", "uint")) or bound is not None:
             high = bound or _all_embedding_bound(model, api) or 2
             value = as_tensor(rng.integers(0, high, size=concrete), dtype)
             descriptions.append(f"{name}: {dtype}{tuple(concrete)} ids in [0, {high})")

@@ -17,6 +17,7 @@ class LayerCall:
     layer: object
     inputs: list  # the tensors among the positional arguments, flattened
     output: object  # what `call` returned (nested structure)
+    parent: object = None  # the layer whose `call` was running when this one started
 
     @property
     def first_input(self):
@@ -27,15 +28,22 @@ class CallRecorder:
     def __init__(self, layers: list) -> None:
         self.layers = [l for l in layers if type(l).__name__ != "InputLayer"]
         self.calls: list[LayerCall] = []
+        self._running: list = []  # the layers whose `call` is under way, outermost first
 
     def _wrap(self, layer):
         original = layer.call
         calls = self.calls
+        running = self._running
 
         def recorded_call(*args, **kwargs):
-            output = original(*args, **kwargs)
+            parent = running[-1] if running else None
+            running.append(layer)
+            try:
+                output = original(*args, **kwargs)
+            finally:
+                running.pop()
             tensors = [t for t in flatten(list(args)) if hasattr(t, "shape") and hasattr(t, "dtype")]
-            calls.append(LayerCall(layer, tensors, output))
+            calls.append(LayerCall(layer, tensors, output, parent))
             return output
 
         return recorded_call
