@@ -712,8 +712,8 @@ def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, keras
                     "keeps it)"), Severity.ERROR
         return f"{spelled} is gone from TF 2.21 (AttributeError)", Severity.ERROR
     if family == LEGACY:
-        return (f"{spelled} is deprecated and raises ValueError under a Keras mixed policy; Keras 3 has no legacy "
-                "optimizers, with which it still runs"), Severity.WARNING
+        return (f"{spelled} is deprecated: it still runs with this Keras 2 legacy optimizer, but not under a Keras "
+                "mixed policy (ValueError); Keras 3 has no legacy optimizers"), Severity.WARNING
     if family == KERAS:
         if keras2:
             return (f"{spelled} rejects the Keras optimizers of TF 2.11+ (ValueError; only `tf.keras.optimizers.legacy` "
