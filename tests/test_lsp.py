@@ -317,3 +317,23 @@ async def test_project_facts_and_edits_in_other_buffers(client: LanguageClient, 
     without_policy = text.replace('keras.mixed_precision.set_global_policy("mixed_float16")', "pass")
     published = await diagnostics_after(client, lambda: change_document(client, train_uri, 2, without_policy), uri)
     assert list(published.diagnostics) == []
+
+
+async def test_hover_shows_the_finding_its_detail_and_the_rule_text(client: LanguageClient, tmp_path: Path):
+    """No documentation site is needed: the hover carries what `mplint rule CODE` prints."""
+    from mplint.catalogue.ruledocs import rule_text
+
+    path = tmp_path / "model.py"
+    path.write_text(FLOAT16_MODEL, encoding="utf-8")
+    uri = path.as_uri()
+    published = await diagnostics_after(client, lambda: open_document(client, path, FLOAT16_MODEL), uri)
+    (diagnostic,) = published.diagnostics
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=diagnostic.range.start))
+    assert hover is not None and hover.contents.kind == types.MarkupKind.Markdown
+    text = hover.contents.value
+    assert text.startswith("**MP103** (warning): layer dtype 'float16' keeps the variables in float16")
+    assert rule_text("MP103") in text and "## Why is this bad?" in text
+    elsewhere = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=0)))
+    assert elsewhere is None

@@ -90,6 +90,20 @@ _FIX_LINE = {
 }
 
 
+def rule_text(code: str) -> str | None:
+    """What `mplint rule CODE` prints (engine codes included), or None for an unknown code:
+    the command line and the editor's hover show the same text."""
+    from mplint.catalogue.registry import rule_class
+    from mplint.core.codes import RULES
+
+    if code in ENGINE_DOCS:
+        return ENGINE_DOCS[code]
+    if code not in RULES:
+        return None
+    cls = rule_class(code)
+    return f"# {cls.name} ({code})\n\nSeverity: {cls.severity.value}. {_FIX_LINE[cls.fix_availability.value]}\n\n{cls.doc()}"
+
+
 def render_page(code: str) -> str:
     from mplint.catalogue.registry import rule_class
 

@@ -177,12 +177,9 @@ def rule(code, show_all, output_format) -> None:
             "fix": cls.fix_availability.value, "documentation": cls.doc(),
         }, indent=2))
         return
-    fix_line = {
-        "none": "No fix is available.",
-        "sometimes": "A fix is sometimes available.",
-        "always": "A fix is always available.",
-    }[cls.fix_availability.value]
-    click.echo(f"# {cls.name} ({code})\n\nSeverity: {cls.severity.value}. {fix_line}\n\n{cls.doc()}")
+    from mplint.catalogue.ruledocs import rule_text
+
+    click.echo(rule_text(code))
 
 
 @main.command("lsp")

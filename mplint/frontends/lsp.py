@@ -4,6 +4,8 @@
   (debounced: a check runs once typing has paused for `DEBOUNCE_SECONDS`). Each
   diagnostic's `code` is the rule code and `codeDescription.href` the rule's
   documentation page (see `mplint.catalogue.ruledocs`), `source` is "mplint".
+- Hover over a finding: its message, its detail (the why) and the rule's documentation,
+  the text of `mplint rule CODE`.
 - Code actions: a quick fix per finding that has one (unsafe fixes say so in their
   title and are never "preferred"), and "fix all safe" (kind `source.fixAll.mplint`,
   so `"editor.codeActionsOnSave": {"source.fixAll": "explicit"}` runs it).
@@ -208,6 +210,31 @@ class MplintLanguageServer(LanguageServer):
             source="mplint",
         )
 
+    def hover(self, params: types.HoverParams) -> types.Hover | None:
+        """Over a finding: its message, its detail and the rule's documentation (the text of
+        `mplint rule CODE`), so the why is at hand where no documentation site is."""
+        from mplint.catalogue.ruledocs import rule_text
+
+        uri = params.text_document.uri
+        if uri not in self.open_uris or self._wanted(uri) is None:
+            return None
+        document = self.workspace.get_text_document(uri)
+        lines = _lines(document.source)
+        here = types.Range(start=params.position, end=params.position)
+        parts: list[str] = []
+        hit: types.Range | None = None
+        for f in self.findings(uri):
+            diagnostic = self.diagnostic(f, lines, document)
+            if not _overlaps(diagnostic.range, here):
+                continue
+            hit = hit or diagnostic.range
+            parts.append(f"**{f.code}** ({f.severity.value}): {f.message}" + (f"\n\n{f.detail}" if f.detail else ""))
+            parts.append(rule_text(f.code) or "")
+        if not parts:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
+                           range=hit)
+
     def workspace_edit(self, uri: str, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
         document = self.workspace.get_text_document(uri)
         capabilities = self.client_capabilities.workspace
@@ -377,6 +404,10 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> MplintLanguageServer:
     )
     def code_action(ls: MplintLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return ls.code_actions(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: MplintLanguageServer, params: types.HoverParams) -> types.Hover | None:
+        return ls.hover(params)
 
     return server
 
