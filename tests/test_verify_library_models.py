@@ -6,7 +6,10 @@ the attention layer; with MP501's advice applied to a copy of keras-hub (a fill 
 can hold, -65504.0) parity passes.
 
 Needs keras-hub (the `library-models` extra, pinned to 0.32.0: see pyproject.toml) and
-JAX; skipped where they are not installed (CI does not install them).
+JAX; skipped where they are not installed (CI does not install them). The same for
+Hugging Face's TF T5 (transformers 4.46.3, tf-keras) on TensorFlow: its inputs come from
+the model's `input_signature`, and there mplint's own MP501 fix (`x.dtype.min`, TensorFlow
+code) makes parity pass.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import pytest
 
 from tests.test_verify import checks_of, run_verify
 
-pytestmark = [
-    pytest.mark.tensorflow,
-    pytest.mark.skipif(importlib.util.find_spec("keras_hub") is None, reason="needs keras-hub (library-models extra)"),
-    pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax"),
-]
+pytestmark = pytest.mark.tensorflow
+needs_keras_hub = pytest.mark.skipif(
+    importlib.util.find_spec("keras_hub") is None or importlib.util.find_spec("jax") is None,
+    reason="needs keras-hub (library-models extra) and jax")
+needs_transformers = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                                        reason="needs transformers==4.46.3 (library-models extra)")
 
 BUILD = '''import os
 
@@ -41,6 +45,7 @@ def build_model():
 '''
 
 
+@needs_keras_hub
 def test_keras_hub_t5_fails_parity_on_padded_inputs_and_passes_after_the_mp501_advice(tmp_path: Path, monkeypatch):
     import keras_hub
 
@@ -70,5 +75,52 @@ def test_keras_hub_t5_fails_parity_on_padded_inputs_and_passes_after_the_mp501_a
     attention.write_text(attention.read_text().replace("* -1e9", "* -65504.0"))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     code, report = run_verify("t5_small.py", "--backend", "jax", cwd=tmp_path)
+    fixed = checks_of(report)
+    assert (fixed["finite-forward"]["status"], fixed["float32-agreement"]["status"]) == ("pass", "pass"), report
+
+
+HF_BUILD = '''import tensorflow as tf
+from transformers import T5Config, TFT5Model
+
+tf.keras.mixed_precision.set_global_policy("mixed_float16")
+
+
+def build_model():
+    config = T5Config(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, dropout_rate=0.0)
+    return TFT5Model(config)
+'''
+
+
+@needs_transformers
+def test_hugging_face_tf_t5_fails_parity_and_passes_after_mplints_mp501_fix(tmp_path: Path, monkeypatch):
+    import transformers
+
+    (tmp_path / "hf_t5.py").write_text(HF_BUILD)
+    code, report = run_verify("hf_t5.py", "--keras", "2", cwd=tmp_path)
+    checks = checks_of(report)
+    assert code == 1 and report["keras"] == "2"
+    assert "attention_mask: int32" in checks["finite-forward"]["detail"]  # from the input signature, padded
+    assert checks["finite-forward"]["status"] == "fail"
+    first = checks["float32-agreement"]["measured"]["first_divergent_layer"]
+    assert first["class"] == "TFT5Attention"
+
+    # mplint's fix, run as a user would on a copy of transformers, whose users' policy
+    # (a library's) is declared with assume-policy.
+    from click.testing import CliRunner
+
+    from mplint.frontends.cli import main
+
+    site = tmp_path / "site"
+    shutil.copytree(Path(transformers.__file__).parent, site / "transformers", ignore=shutil.ignore_patterns("__pycache__"))
+    (site / "pyproject.toml").write_text('[tool.mplint]\nassume-policy = "mixed_float16"\n')
+    modeling = Path("transformers") / "models" / "t5" / "modeling_tf_t5.py"
+    monkeypatch.chdir(site)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--fix", "--unsafe-fixes", "--select", "MP501",
+                                       str(modeling)], catch_exceptions=False)
+    assert "2 fixed" in result.output, result.output
+    assert ".dtype.min" in (site / modeling).read_text()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    code, report = run_verify("hf_t5.py", "--keras", "2", cwd=tmp_path)
     fixed = checks_of(report)
     assert (fixed["finite-forward"]["status"], fixed["float32-agreement"]["status"]) == ("pass", "pass"), report

@@ -86,6 +86,16 @@ class _BuiltInput:
         self.shape = [None if d is None else int(d) for d in shape]
 
 
+def _signature_inputs(model):
+    """A library model's declared input specs: Hugging Face TF models' `input_signature`
+    (a dict of `tf.TensorSpec` with shape, dtype and name), as a dict the model accepts."""
+    signature = getattr(model, "input_signature", None)
+    if isinstance(signature, dict) and signature and all(
+            hasattr(spec, "shape") and hasattr(spec, "dtype") for spec in signature.values()):
+        return dict(signature)
+    return None
+
+
 def _built_input(model):
     """A subclassed model's input from the shape it was built with (one input only)."""
     shape = getattr(model, "_build_input_shape", None)  # Keras 2
@@ -125,6 +135,8 @@ def padding_mask(shape: list) -> np.ndarray:
 def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
     """(inputs with the structure of model.input, a description per input)."""
     structure = model_inputs(model)
+    if structure is None:
+        structure = _signature_inputs(model)
     if structure is None:
         structure = _built_input(model)
     if structure is None:
