@@ -453,7 +453,7 @@ def test_request_and_environment_given_to_the_child(tmp_path: Path) -> None:
     request = json.loads((tmp_path / "seen.json").read_text())
     assert request == {
         "display": "train.py:make_model", "kind": "file", "path": str(project / "train.py"), "module": None,
-        "attribute": "make_model", "policy": "mixed_bfloat16", "steps": 5, "train_step": "step", "batch_size": 16,
+        "attribute": "make_model", "policy": "mixed_bfloat16", "steps": 5, "train_step": "step", "batch_size": 16, "inputs_file": None,
         "tensor_core_multiple": 128,
     }
     env = (tmp_path / "seen.env").read_text().splitlines()

@@ -203,3 +203,26 @@ def test_mask_inputs_get_padded_rows_and_one_fully_padded_row() -> None:
     mask = padding_mask([4, 6])
     assert mask[0].all() and 0 < mask[1].sum() < 6 and mask[-1].sum() == 0
     assert all(mask[i].sum() >= mask[i + 1].sum() for i in range(3))
+
+
+@pytest.mark.tensorflow
+def test_inputs_file_replaces_the_synthetic_batch(tmp_path: Path) -> None:
+    """--inputs FILE.npz: a real batch. Without a fully padded row the -1e9 fill stays
+    finite (softmax subtracts the row's max); with one it is NaN; a missing name exits 2."""
+    import numpy as np
+
+    ids = np.random.default_rng(0).integers(1, 64, (4, 10)).astype("int32")
+    mask = np.ones((4, 10), "int32")
+    mask[1, 7:] = 0
+    np.savez(tmp_path / "real.npz", token_ids=ids, padding_mask=mask)
+    mask[3, :] = 0
+    np.savez(tmp_path / "padded.npz", token_ids=ids, padding_mask=mask)
+    np.savez(tmp_path / "wrong.npz", ids=ids)
+    _, report = run_verify(fixture("masked_attention.py"), "--backend", "tensorflow", "--inputs", str(tmp_path / "real.npz"))
+    finite = checks_of(report)["finite-forward"]
+    assert finite["status"] == "pass" and "the --inputs batch" in finite["detail"]
+    assert finite["measured"]["inputs"][0].startswith("padding_mask: int32(4, 10) from ")
+    _, report = run_verify(fixture("masked_attention.py"), "--backend", "tensorflow", "--inputs", str(tmp_path / "padded.npz"))
+    assert checks_of(report)["finite-forward"]["status"] == "fail"
+    code, report = run_verify(fixture("masked_attention.py"), "--backend", "tensorflow", "--inputs", str(tmp_path / "wrong.npz"))
+    assert code == 2 and report["error"]["kind"] == "bad-inputs" and "no array named" in report["error"]["message"]

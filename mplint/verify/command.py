@@ -5,6 +5,8 @@ Importing this module imports only click (the CLI registers the command at impor
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from mplint.verify import DEFAULT_TIMEOUT
@@ -26,7 +28,10 @@ from mplint.verify import DEFAULT_TIMEOUT
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--train-step", metavar="NAME", help="The custom training step function (default: train_step if defined).")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Batch size of the synthetic data (default: the Input's, else 8).")
-def verify(target, python, policy, keras, backend, steps, timeout, output_format, train_step, batch_size) -> None:
+@click.option("--inputs", "inputs_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE.npz",
+              help="A real batch instead of synthetic inputs: arrays named like the model's inputs (one input: any name).")
+def verify(target, python, policy, keras, backend, steps, timeout, output_format, train_step, batch_size,
+           inputs_file) -> None:
     """Run the model of TARGET under its mixed policy and prove outputs and gradients right.
 
     TARGET is path/to/file.py[:callable] or package.module:callable. Without a callable:
@@ -41,7 +46,8 @@ def verify(target, python, policy, keras, backend, steps, timeout, output_format
     from mplint.verify.runner import verify as run_verify
 
     options = VerifyOptions(python=python, policy=policy, keras=keras, steps=steps, timeout=timeout,
-                            train_step=train_step, batch_size=batch_size, backend=backend)
+                            train_step=train_step, batch_size=batch_size, backend=backend,
+                            inputs_file=os.path.abspath(inputs_file) if inputs_file else None)
     result = run_verify(target, options)
     click.echo(render(result, output_format), nl=False)
     raise click.exceptions.Exit(result.exit_code)

@@ -62,6 +62,7 @@ class VerifyOptions:
     batch_size: int | None = None
     tensor_core_multiple: int | None = None  # default: the project's tensor-core-multiple, else 8
     backend: str = "auto"  # "auto", "tensorflow", "jax" or "torch"
+    inputs_file: str | None = None  # --inputs FILE.npz: a real batch instead of synthetic inputs
 
 
 # The checks a verdict of "ok" needs: when one of them applies but could not be made, the
@@ -201,6 +202,7 @@ def _request(target: Target, options: VerifyOptions) -> dict:
         "steps": options.steps,
         "train_step": options.train_step,
         "batch_size": options.batch_size,
+        "inputs_file": options.inputs_file,
         "tensor_core_multiple": options.tensor_core_multiple,
     }
 

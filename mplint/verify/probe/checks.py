@@ -192,11 +192,15 @@ def _finite(tensor) -> bool:
     return bool(np.all(np.isfinite(values)))
 
 
+def _kind_of(descriptions: list) -> str:
+    return "the --inputs batch" if any(" from " in d for d in descriptions) else "synthetic inputs"
+
+
 def check_finite_forward(run: ForwardPass, input_descriptions: list) -> Result:
     bad = [name for name, t in zip(run.names, run.flat_outputs()) if not _finite(t)]
     inputs = "; ".join(input_descriptions)
     if not bad:
-        return Result("pass", f"all outputs finite on synthetic inputs ({inputs})", {"inputs": input_descriptions})
+        return Result("pass", f"all outputs finite on {_kind_of(input_descriptions)} ({inputs})", {"inputs": input_descriptions})
     first = next(
         (c for c in run.recorder.calls if not all(_finite(t) for t in flatten(c.output))), None
     )
@@ -204,7 +208,7 @@ def check_finite_forward(run: ForwardPass, input_descriptions: list) -> Result:
     where = f"; the first non-finite values come out of {_layer_label(first.layer)}" if first else ""
     return Result(
         "fail",
-        f"output {', '.join(repr(b) for b in bad)} has NaN/inf on synthetic inputs ({inputs}){where}: look for "
+        f"output {', '.join(repr(b) for b in bad)} has NaN/inf on {_kind_of(input_descriptions)} ({inputs}){where}: look for "
         "constants outside float16's range (-1e9 mask fills, 1e-8 epsilons, values over 65504) in that layer",
         {"non_finite_outputs": bad},
     )

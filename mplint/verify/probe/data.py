@@ -132,6 +132,34 @@ def padding_mask(shape: list) -> np.ndarray:
     return mask
 
 
+def inputs_from_file(model, path: str):
+    """(inputs with the structure of the model's inputs, descriptions) from `--inputs
+    FILE.npz`: one array per input, named like the input (a model with one input takes
+    the file's only array, whatever its name)."""
+    structure = model_inputs(model)
+    if structure is None:
+        structure = _signature_inputs(model)
+    if structure is None:
+        structure = _built_input(model)
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    specs = flatten(structure) if structure is not None else []
+    if len(specs) <= 1 and len(arrays) == 1:
+        (name, array), = arrays.items()
+        value = as_tensor(array, _dtype_name(specs[0].dtype) if specs else None)
+        return (pack_as(structure, [value]) if specs else value), [f"{name}: {array.dtype}{array.shape} from {path}"]
+    descriptions: list[str] = []
+
+    def pick(spec):
+        name = str(getattr(spec, "name", "")).rsplit(":", 1)[0]
+        if name not in arrays:
+            raise ProbeError("bad-inputs", f"--inputs {path} has no array named {name!r} (it has {', '.join(sorted(arrays))})")
+        descriptions.append(f"{name}: {arrays[name].dtype}{arrays[name].shape} from {path}")
+        return as_tensor(arrays[name], _dtype_name(spec.dtype))
+
+    return map_structure(pick, structure), descriptions
+
+
 def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
     """(inputs with the structure of model.input, a description per input)."""
     structure = model_inputs(model)

@@ -167,11 +167,14 @@ def _run_checks(request, channel, module, model, api, policy, train_step, step_n
     import numpy as np
 
     from . import checks
-    from .data import synthetic_inputs
+    from .data import inputs_from_file, synthetic_inputs
 
     rng = np.random.default_rng(0)
     batch, batch_note = _batch(request, model)
-    inputs, descriptions = synthetic_inputs(model, api, batch, rng)
+    if request.get("inputs_file"):
+        inputs, descriptions = inputs_from_file(model, request["inputs_file"])
+    else:
+        inputs, descriptions = synthetic_inputs(model, api, batch, rng)
     channel.stage("running the model on synthetic inputs")
     try:
         forward = checks.run_forward(model, api, policy, inputs)
