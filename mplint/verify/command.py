@@ -28,7 +28,7 @@ from mplint.verify import DEFAULT_TIMEOUT
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--train-step", metavar="NAME", help="The custom training step function (default: train_step if defined).")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Batch size of the synthetic data (default: the Input's, else 8).")
-@click.option("--inputs", "inputs_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE.npz",
+@click.option("--inputs", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE.npz",
               help="A real batch instead of synthetic inputs: arrays named like the model's inputs (one input: any name).")
 def verify(target, python, policy, keras, backend, steps, timeout, output_format, train_step, batch_size,
            inputs_file) -> None:
@@ -45,6 +45,9 @@ def verify(target, python, policy, keras, backend, steps, timeout, output_format
     from mplint.verify.runner import VerifyOptions
     from mplint.verify.runner import verify as run_verify
 
+    if inputs_file is not None and not os.path.isfile(inputs_file):
+        click.echo(f"mplint: error: --inputs {inputs_file}: no such file", err=True)
+        raise click.exceptions.Exit(2)
     options = VerifyOptions(python=python, policy=policy, keras=keras, steps=steps, timeout=timeout,
                             train_step=train_step, batch_size=batch_size, backend=backend,
                             inputs_file=os.path.abspath(inputs_file) if inputs_file else None)
