@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -118,3 +119,28 @@ def test_a_notebook_mplint_cannot_write_back_offers_no_fix(tmp_path):
     readable.write_text(json.dumps(notebook, indent=1) + "\n", encoding="utf-8")
     (finding,) = json.loads(_cli("--select", "MP103", "--unsafe-fixes", "--output-format", "json", str(readable)))
     assert finding["fix"] is not None
+
+
+def test_fix_counts_agree_between_check_diff_and_fix(tmp_path):
+    """#28 item 8: "N fixable", "Would fix N" and "(N fixed, ...)" name the same N, even
+    where one fix's result is rewritten again in a later round (MP103's fix gives
+    'mixed_float16', which MP104 then turns into 'mixed_bfloat16' on a TPU)."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    work = tmp_path / "examples"
+    shutil.copytree(examples, work)
+
+    def run(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "mplint", "--no-cache", *args, "."], cwd=work,
+                              capture_output=True, text=True, env={**os.environ, "MPLINT_NO_SERVER": "1"})
+        return done.stdout + done.stderr
+
+    checked = run("--unsafe-fixes")
+    fixable = int(re.search(r"\[\*\] (\d+) fixable", checked).group(1))
+    would = int(re.search(r"Would fix (\d+) finding", run("--diff", "--unsafe-fixes")).group(1))
+    fixed = int(re.search(r"\((\d+) fixed, \d+ remaining\)", run("--fix", "--unsafe-fixes")).group(1))
+    assert fixable == would == fixed
