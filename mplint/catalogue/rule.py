@@ -167,9 +167,8 @@ class Rule:
             # The finding holds on either Keras; its fix is written for one of them.
             target = target_premise(self.facts)
             fix_rests_on.append(target)
-            name = "Keras 2" if self.facts.target.is_keras2 else "Keras 3"
             if target.status is Status.ASSUMED and fix is not None:
-                short.append(f"fix for {name}, assumed: set `target`")
+                short.append(f"fix for {self.facts.target.display}, assumed: set `target`")
                 why.append(self.facts.target.assumption)
             elif target.status is Status.CONFLICTING:
                 short.append("fix withheld: the Keras evidence conflicts")

@@ -105,7 +105,7 @@ def stock_tensorflow_premise(facts: "ModuleFacts") -> Premise:
     code (TensorFlow >= 2.16 from PyPI), inferred from the project's pins; otherwise only
     assumed. Keras-2-era code with nothing pinned may well be NGC container code."""
     target = facts.target
-    if target.keras == "keras3" and target.source in ("config", "file", "object"):
+    if target.is_keras3 and target.source in ("config", "file", "object"):
         return Premise(TENSORFLOW_BUILD, "stock", Status.PROVED, f"Keras 3 code ({target.reason}) runs on TensorFlow >= 2.16")
     if target.source == "pins":
         return Premise(TENSORFLOW_BUILD, "stock", Status.INFERRED, target.reason)
@@ -121,6 +121,4 @@ def computed_premise(fact: str, facts: "ModuleFacts", node: cst.CSTNode) -> Prem
         return target_premise(facts)
     if fact == BACKEND:
         return backend_premise(facts)
-    if fact == TENSORFLOW_BUILD:
-        return stock_tensorflow_premise(facts)
     return None

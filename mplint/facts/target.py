@@ -87,10 +87,14 @@ class Target:
     tf1: bool = False
 
     @property
+    def display(self) -> str:
+        """"Keras 2" or "Keras 3", for messages."""
+        return "Keras 2" if self.keras == KERAS2 else "Keras 3"
+
+    @property
     def assumption(self) -> str:
         """What a message says about an assumed target."""
-        name = "Keras 2" if self.keras == KERAS2 else "Keras 3"
-        return (f"the target is assumed to be {name} ({self.reason}): set `target = \"keras2\"` or "
+        return (f"the target is assumed to be {self.display} ({self.reason}): set `target = \"keras2\"` or "
                 f"`\"keras3\"` in [tool.mplint] to say which Keras the code runs on")
 
     @property

@@ -680,8 +680,9 @@ class ProjectIndex:
 
     def policy_selectors(self, module: str) -> tuple[list[str], frozenset[str]]:
         """(the project functions `module` calls that set a mixed policy or float32 as their
-        argument says, the mixed policies only they bring): known after `mixed_policies`."""
-        self.mixed_policies(module)
+        argument says, the mixed policies only they bring), recorded by `mixed_policies`."""
+        if module not in self._selectors:
+            self.mixed_policies(module)
         return self._selectors.get(module, ([], frozenset()))
 
     def target(self) -> "Target | None":

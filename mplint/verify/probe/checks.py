@@ -10,7 +10,7 @@ import numpy as np
 
 from .kerasapi import KerasAPI, float32_policies, variable_name
 from .tensors import dtype_name, flatten, is_float, to_numpy
-from .tracing import CallRecorder, LayerCall
+from .tracing import CallRecorder
 
 # Relative L2 distance allowed between mixed and float32 outputs (unit roundoff is
 # 4.9e-4 for float16 and 3.9e-3 for bfloat16; a few dozen roundings of headroom).
@@ -70,19 +70,17 @@ def _layer_label(layer) -> str:
 
 
 def culprit(call):
-    """The layer whose code made the first non-finite values: the call itself, unless its
+    """The layer whose code made the first non-finite values: the call's own, unless its
     inputs were already non-finite, which only the code of the layer around it (between
     its sub-layers: a mask fill, a softmax written with ops) can have made."""
     inputs_finite = all(_finite(t) for t in call.inputs if is_float(t))
-    if inputs_finite or call.parent is None:
-        return call
-    return LayerCall(call.parent, [], call.output, None)
+    return call.layer if inputs_finite or call.parent is None else call.parent
 
 
 def first_divergent_call(run: "ForwardPass", tolerance: float):
     """Layer by layer: the first call (innermost first, in the order they returned) whose
     output under the mixed policy is non-finite where float32's is finite, or differs
-    from float32's by more than `tolerance` (relative L2). Returns (call, why) or None.
+    from float32's by more than `tolerance` (relative L2). Returns (layer, why) or None.
     The float32 run is recorded through the same layers on the same inputs."""
     recorder = CallRecorder(run.api.layers(run.model))
     try:
@@ -106,7 +104,7 @@ def first_divergent_call(run: "ForwardPass", tolerance: float):
                 return culprit(mixed), f"non-finite under {run.policy}, finite in float32"
             relative = float(np.linalg.norm(x - y)) / max(float(np.linalg.norm(y)), 1e-30)
             if relative > tolerance:
-                return mixed, f"{relative:.2%} from float32 (relative L2)"
+                return mixed.layer, f"{relative:.2%} from float32 (relative L2)"
     return None
 
 
@@ -204,8 +202,7 @@ def check_finite_forward(run: ForwardPass, input_descriptions: list) -> Result:
     first = next(
         (c for c in run.recorder.calls if not all(_finite(t) for t in flatten(c.output))), None
     )
-    first = culprit(first) if first is not None else None
-    where = f"; the first non-finite values come out of {_layer_label(first.layer)}" if first else ""
+    where = f"; the first non-finite values come out of {_layer_label(culprit(first))}" if first else ""
     return Result(
         "fail",
         f"output {', '.join(repr(b) for b in bad)} has NaN/inf on {_kind_of(input_descriptions)} ({inputs}){where}: look for "
@@ -252,10 +249,10 @@ def check_float32_agreement(run: ForwardPass) -> Result:
         )
         found = first_divergent_call(run, tolerance)
         if found is not None:
-            call, why = found
-            advice = f"the first layer to go wrong is {_layer_label(call.layer)}: {why}"
-            measured["first_divergent_layer"] = {"name": call.layer.name, "class": type(call.layer).__name__,
-                                                 "path": getattr(call.layer, "path", call.layer.name), "why": why}
+            layer, why = found
+            advice = f"the first layer to go wrong is {_layer_label(layer)}: {why}"
+            measured["first_divergent_layer"] = {"name": layer.name, "class": type(layer).__name__,
+                                                 "path": getattr(layer, "path", layer.name), "why": why}
         return Result(
             "fail",
             "; ".join(problems) + f": {advice}; compute that layer in float32 (dtype='float32') or rescale its values",

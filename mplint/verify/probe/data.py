@@ -132,15 +132,21 @@ def padding_mask(shape: list) -> np.ndarray:
     return mask
 
 
+def _input_structure(model):
+    """The model's inputs: its `Input`s, else a library model's `input_signature`, else
+    the one shape a subclassed model was built with (None: unknown)."""
+    for find in (model_inputs, _signature_inputs, _built_input):
+        structure = find(model)
+        if structure is not None:
+            return structure
+    return None
+
+
 def inputs_from_file(model, path: str):
     """(inputs with the structure of the model's inputs, descriptions) from `--inputs
     FILE.npz`: one array per input, named like the input (a model with one input takes
     the file's only array, whatever its name)."""
-    structure = model_inputs(model)
-    if structure is None:
-        structure = _signature_inputs(model)
-    if structure is None:
-        structure = _built_input(model)
+    structure = _input_structure(model)
     with np.load(path, allow_pickle=False) as archive:
         arrays = {name: archive[name] for name in archive.files}
     specs = flatten(structure) if structure is not None else []
@@ -162,11 +168,7 @@ def inputs_from_file(model, path: str):
 
 def synthetic_inputs(model, api, batch: int, rng: np.random.Generator):
     """(inputs with the structure of model.input, a description per input)."""
-    structure = model_inputs(model)
-    if structure is None:
-        structure = _signature_inputs(model)
-    if structure is None:
-        structure = _built_input(model)
+    structure = _input_structure(model)
     if structure is None:
         raise ProbeError(
             "no-input-spec",
