@@ -14,8 +14,13 @@ server`.
 Each time is the wall time of the real command (start-up included); best and median
 of `--repeat` runs.
 
+`--baseline REF` is the regression check: mplint at that git ref (the previous release;
+`bench/snapshot.py` extracts it) is measured in the same run, on its own copy of the
+corpus, each round interleaved with the working tree's, and the report ends with the
+ratios working tree / baseline. A ratio above 1 is a slowdown to explain before it lands.
+
     python bench/real_corpus.py /work/corpus/keras-hub /work/corpus/OpenNMT-tf \\
-        /work/corpus/DeepLearningExamples/TensorFlow2 [--repeat 5] [--json out.json]
+        /work/corpus/DeepLearningExamples/TensorFlow2 [--repeat 5] [--baseline REF] [--server] [--json out.json]
 """
 
 from __future__ import annotations
@@ -34,13 +39,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from run_bench import compile_bytecode  # noqa: E402
+from snapshot import environment, snapshot  # noqa: E402
 from synthetic_repo import large_file  # noqa: E402
 
 MPLINT = [sys.executable, "-m", "mplint"]
-GOALS = {  # issue 20
-    "cold": ("x ruff ALL", 1.0),
-    "warm": ("x bare parse", 0.02),
-    "one edited file": ("s", 0.15),
+GOALS = {  # issue 32 (the fix time is issue 20's)
+    "mplint cold": ("x ruff ALL", 1.0),
+    "mplint warm": ("x bare parse", 0.02),
+    "one edited file (mplint FILE)": ("s", 0.30),
+    "one edited file, server (first)": ("s", 0.15),
+    "one edited file, server running": ("s", 0.15),
     "50k-line file: check": ("s", 5.0),
     "50k-line file: fix": ("s", 30.0),
 }
@@ -80,10 +88,10 @@ class Run:
         self.peak_total_kib, self.peak_one_kib = peak_total_kib, peak_one_kib
 
 
-def run(cmd: list[str], cwd: str, memory: bool = False, ok=(0, 1)) -> Run:
+def run(cmd: list[str], cwd: str, memory: bool = False, ok=(0, 1), env: dict[str, str] | None = None) -> Run:
     """Wall time (and with `memory`, peak RSS sampled every 5 ms) of one command."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     peaks = [0, 0]
     done = threading.Event()
 
@@ -182,12 +190,109 @@ def edit(path: str, n: int) -> None:
         handle.write(f"\n_edited_{n} = {n}\n")
 
 
+# -- one implementation ------------------------------------------------------------------
+
+class Implementation:
+    """One mplint to measure: the working tree, or a snapshot of a git ref (`--baseline`).
+
+    Each has its own copy of the corpus, so its cache never meets the other's.
+    """
+
+    def __init__(self, label: str, source: str | None, work: str, copies: list[str]):
+        self.label, self.source, self.work, self.copies = label, source, work, copies
+        self.times: dict[str, list[float]] = {}
+
+    def run(self, args: list[str], cwd: str | None = None, memory: bool = False, server: bool = False) -> Run:
+        env = environment(self.source)
+        if server:
+            env.pop("MPLINT_NO_SERVER", None)
+        return run([*MPLINT, *args], cwd or self.work, memory=memory, env=env)
+
+    def record(self, label: str, seconds: float) -> None:
+        self.times.setdefault(label, []).append(seconds)
+
+
+def measure_tree(impl: Implementation, target: str, round_: int) -> None:
+    """One round of the whole-corpus runs: cold, warm, one edited file, tree after an edit."""
+    clear_caches(impl.work)
+    impl.record("mplint cold", impl.run(["check", *impl.copies]).seconds)
+    impl.record("mplint warm", impl.run(["check", *impl.copies]).seconds)
+    for n in range(2):
+        edit(os.path.join(impl.work, target), 10 * round_ + n)
+        impl.record("one edited file (mplint FILE)", impl.run(["check", target]).seconds)
+    edit(os.path.join(impl.work, target), 1000 + round_)
+    impl.record("tree, one file edited", impl.run(["check", *impl.copies]).seconds)
+
+
+def measure_server(impl: Implementation, target: str, repeat: int) -> None:
+    """The edited file through a running `mplint server`, from its first command on."""
+    impl.run(["server", "start"], server=True)
+    try:
+        for n in range(repeat * 2):
+            edit(os.path.join(impl.work, target), 2000 + n)
+            seconds = impl.run(["check", target], server=True).seconds
+            impl.record("one edited file, server (first)" if n == 0 else "one edited file, server running", seconds)
+    finally:
+        impl.run(["server", "stop"], server=True)
+
+
+def measure_large(impl: Implementation, text: str, repeat: int) -> dict[str, float]:
+    folder = os.path.join(impl.work, "large")
+    os.makedirs(folder, exist_ok=True)
+    big = os.path.join(folder, "big_model.py")
+    checks, fixes = [], []
+    for _ in range(max(1, repeat // 2)):
+        with open(big, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        checks.append(impl.run(["check", "--no-cache", "big_model.py"], folder, memory=True))
+        fixes.append(impl.run(["check", "--no-cache", "--fix", "--unsafe-fixes", "big_model.py"], folder, memory=True))
+    impl.times["50k-line file: check"] = [c.seconds for c in checks]
+    impl.times["50k-line file: fix"] = [f.seconds for f in fixes]
+    shutil.rmtree(folder)
+    return {"check_peak_mib": max(c.peak_total_kib for c in checks) / 1024,
+            "fix_peak_mib": max(f.peak_total_kib for f in fixes) / 1024}
+
+
+# -- reporting ----------------------------------------------------------------------------
+
+def goal_text(label: str, seconds: float, ruff_all: float, parse: float) -> str:
+    if label in GOALS:
+        unit, limit = GOALS[label]
+        value = seconds / ruff_all if unit == "x ruff ALL" else seconds / parse if unit == "x bare parse" else seconds
+        shown = f"{limit} {unit}" if unit.startswith("x") else f"{limit} s"
+        return f"{'met' if value <= limit else 'MISSED'} (<= {shown})"
+    return ""
+
+
+def report(impls: list[Implementation], baseline: dict[str, list[float]]) -> None:
+    parse, ruff_all = best(baseline["bare libcst parse"]), best(baseline["ruff check --select ALL"])
+    for label, times in baseline.items():
+        print(f"{label:36} {best(times):8.3f} {median(times):8.3f} {best(times) / ruff_all:7.2f} "
+              f"{best(times) / parse:8.3f}")
+    for impl in impls:
+        print(f"\n{impl.label}")
+        print(f"{'run':36} {'best s':>8} {'median':>8} {'x ruff':>7} {'x parse':>8}  goal")
+        for label, times in impl.times.items():
+            b = best(times)
+            print(f"{label:36} {b:8.3f} {median(times):8.3f} {b / ruff_all:7.2f} {b / parse:8.3f}  "
+                  f"{goal_text(label, b, ruff_all, parse)}")
+    if len(impls) == 2:
+        head, base = impls
+        print(f"\n{'ratio ' + head.label + ' / ' + base.label:36} {'best':>8} {'median':>8}")
+        for label, times in head.times.items():
+            if label in base.times:
+                print(f"{label:36} {best(times) / best(base.times[label]):8.2f} "
+                      f"{median(times) / median(base.times[label]):8.2f}")
+
+
 # -- main -------------------------------------------------------------------------------
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkouts", nargs="+")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", metavar="REF",
+                        help="also measure mplint at this git ref (the previous release), interleaved, and report ratios")
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--large-lines", type=int, default=50_000)
     parser.add_argument("--no-large", action="store_true", help="skip the generated large file")
@@ -203,95 +308,62 @@ def main() -> None:
     if args.keep and os.path.exists(work):
         shutil.rmtree(work)
     os.makedirs(work, exist_ok=True)
-    copies = copy_checkouts(args.checkouts, work)
-    paths = walked_files(copies, work)
+    impls = [Implementation("working tree", None, os.path.join(work, "head"), [])]
+    commit = None
+    if args.baseline:
+        source = os.path.join(work, "baseline-source")
+        commit = snapshot(args.baseline, source)
+        impls.append(Implementation(f"baseline {args.baseline} ({commit[:9]})", source, os.path.join(work, "base"), []))
+    for impl in impls:
+        os.makedirs(impl.work)
+        impl.copies = copy_checkouts(args.checkouts, impl.work)
+    paths = walked_files(impls[0].copies, impls[0].work)
     repeat = args.repeat
-    results: dict[str, list[float]] = {}
 
-    parse_times = []
+    baseline: dict[str, list[float]] = {"bare libcst parse": [], "ruff check --select ALL": []}
     for _ in range(repeat):
-        seconds, n_py, lines = bare_parse(paths, work)
-        parse_times.append(seconds)
-    results["bare libcst parse"] = parse_times
-    results["ruff check --select ALL"] = [
-        run([ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", *copies], work).seconds
-        for _ in range(repeat)
-    ]
-    cold, warm = [], []
-    for _ in range(repeat):
-        clear_caches(work)
-        cold.append(run([*MPLINT, "check", *copies], work).seconds)
-        warm.append(run([*MPLINT, "check", *copies], work).seconds)
-    results["mplint cold"], results["mplint warm"] = cold, warm
-
-    target = edited_file(paths, work)
-    one, tree_after_edit = [], []
-    for n in range(repeat * 2):
-        edit(os.path.join(work, target), n)
-        one.append(run([*MPLINT, "check", target], work).seconds)
-    for n in range(repeat):
-        edit(os.path.join(work, target), 100 + n)
-        tree_after_edit.append(run([*MPLINT, "check", *copies], work).seconds)
-    results["one edited file (mplint FILE)"] = one
-    results["tree, one file edited"] = tree_after_edit
+        seconds, n_py, lines = bare_parse(paths, impls[0].work)
+        baseline["bare libcst parse"].append(seconds)
+        baseline["ruff check --select ALL"].append(run(
+            [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", *impls[0].copies],
+            impls[0].work).seconds)
+    target = edited_file(paths, impls[0].work)
+    for round_ in range(repeat):  # interleaved, so a busy moment hurts both alike
+        for impl in impls:
+            measure_tree(impl, target, round_)
     if args.server:
-        run([*MPLINT, "server", "start"], work, ok=(0,))
-        try:
-            served = []
-            for n in range(repeat * 2):
-                edit(os.path.join(work, target), 200 + n)
-                served.append(run([*MPLINT, "check", target], work).seconds)
-            results["one edited file, server running"] = served
-        finally:
-            run([*MPLINT, "server", "stop"], work, ok=(0,))
-
-    clear_caches(work)
-    memory = run([*MPLINT, "check", "--no-cache", *copies], work, memory=True)
-
-    large: dict[str, object] = {}
+        for impl in impls:
+            measure_server(impl, target, repeat)
+    memory = {}
+    for impl in impls:
+        clear_caches(impl.work)
+        memory[impl.label] = impl.run(["check", "--no-cache", *impl.copies], memory=True)
+    large: dict[str, dict[str, float]] = {}
     if not args.no_large:
-        folder = os.path.join(work, "large")
-        os.makedirs(folder)
-        big = os.path.join(folder, "big_model.py")
         text = large_file(args.large_lines)
-        large["lines"] = text.count("\n")
-        checks, fixes = [], []
-        for _ in range(max(1, repeat // 2)):
-            with open(big, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            check = run([*MPLINT, "check", "--no-cache", "big_model.py"], folder, memory=True)
-            checks.append(check)
-            fix = run([*MPLINT, "check", "--no-cache", "--fix", "--unsafe-fixes", "big_model.py"], folder, memory=True)
-            fixes.append(fix)
-        results["50k-line file: check"] = [c.seconds for c in checks]
-        results["50k-line file: fix"] = [f.seconds for f in fixes]
-        large["check_peak_mib"] = max(c.peak_total_kib for c in checks) / 1024
-        large["fix_peak_mib"] = max(f.peak_total_kib for f in fixes) / 1024
+        for impl in impls:
+            large[impl.label] = measure_large(impl, text, repeat)
 
-    parse, ruff_all = best(parse_times), best(results["ruff check --select ALL"])
     print(f"corpus: {', '.join(args.checkouts)}")
-    print(f"  {len(paths)} files walked ({n_py} .py, {lines} lines); cpu={os.cpu_count()}; edited: {target}")
-    print(f"{'run':36} {'best s':>8} {'median':>8} {'x ruff':>7} {'x parse':>8}  goal")
-    for label, times in results.items():
-        b = best(times)
-        goal = ""
-        for key, (unit, limit) in GOALS.items():
-            if label.startswith(key) or (key == "one edited file" and label.startswith("one edited")):
-                value = b / ruff_all if unit == "x ruff ALL" else b / parse if unit == "x bare parse" else b
-                goal = f"{'met' if value <= limit else 'MISSED'} (<= {limit}{'' if unit.startswith('x') else ' s'}" \
-                       f"{' ' + unit if unit.startswith('x') else ''})"
-        print(f"{label:36} {b:8.3f} {median(times):8.3f} {b / ruff_all:7.2f} {b / parse:8.3f}  {goal}")
-    print(f"peak RSS of a cold run: {memory.peak_total_kib / 1024:.0f} MiB in all, "
-          f"{memory.peak_one_kib / 1024:.0f} MiB the largest process")
-    if large:
-        print(f"50k-line file ({large['lines']} lines): peak RSS check {large['check_peak_mib']:.0f} MiB, "
-              f"fix {large['fix_peak_mib']:.0f} MiB (goal <= 500 MB for the check)")
+    print(f"  {len(paths)} files walked ({n_py} .py, {lines} lines); cpu={os.cpu_count()}; "
+          f"load {os.getloadavg()[0]:.1f}; edited: {target}")
+    report(impls, baseline)
+    print()
+    for impl in impls:
+        peak = memory[impl.label]
+        print(f"{impl.label}: peak RSS of a cold run {peak.peak_total_kib / 1024:.0f} MiB in all, "
+              f"{peak.peak_one_kib / 1024:.0f} MiB the largest process", end="")
+        if impl.label in large:
+            sizes = large[impl.label]
+            print(f"; 50k-line file check {sizes['check_peak_mib']:.0f} MiB, fix {sizes['fix_peak_mib']:.0f} MiB", end="")
+        print()
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as handle:
             json.dump({
                 "checkouts": args.checkouts, "files": len(paths), "py_files": n_py, "lines": lines,
-                "edited": target, "times": results,
-                "peak_rss_mib": memory.peak_total_kib / 1024, "peak_rss_one_process_mib": memory.peak_one_kib / 1024,
+                "edited": target, "baseline_commit": commit, "measures": baseline,
+                "implementations": {impl.label: impl.times for impl in impls},
+                "peak_rss_mib": {label: r.peak_total_kib / 1024 for label, r in memory.items()},
                 "large": large,
             }, handle, indent=2)
     if not args.keep:

@@ -50,6 +50,7 @@ from mplint.catalogue.rule import (
     ReplaceText,
     Report,
 )
+from mplint.inputs import parsed_once
 from mplint.inputs.source import Document
 
 if TYPE_CHECKING:
@@ -112,11 +113,16 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
          outcome: Outcome | None = None, project: "ProjectContext | None" = None) -> list[Finding]:
     """Findings for the document's current text (suppressions applied); `project` is
     what the rest of its project says about the module (mplint.project.index)."""
+    walk = None
     if module is None:
-        try:
-            module = parse(doc.text)
-        except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
-            return [_syntax_error(doc, filename, exc)]
+        shared = parsed_once.take(doc.path, doc.text)  # the project index's parse of this very text
+        if shared is not None:
+            module, walk = shared
+        else:
+            try:
+                module = parse(doc.text)
+            except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
+                return [_syntax_error(doc, filename, exc)]
     reports: list[Report] = []
     findings: list[Finding] = [
         _engine_finding(PARSE_ERROR, message, filename, location, cell, location.row)
@@ -132,6 +138,7 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
             tensor_core_multiple=settings.tensor_core_multiple,
             project=project,
             notebook=getattr(doc, "notebook", None),
+            walk=walk,
         )
         mixed = facts.policy.mixed_in_force
     except Exception as exc:  # an engine bug must surface, not crash the run

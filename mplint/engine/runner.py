@@ -20,6 +20,7 @@ from mplint.core.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Severi
 from mplint.inputs.discovery import Found, PathProblem, discover, virtual_file
 from mplint.core.gc_pause import paused_gc
 from mplint.engine.prefilter import may_need_parse, mentions_keras, needs_parse, worth_parsing
+from mplint.inputs import parsed_once
 from mplint.inputs.documents import load_document
 from mplint.inputs.source import FileTooLarge, SourceError, atomic_write, read_bytes
 
@@ -238,6 +239,9 @@ class _Pool:
         )
         for _ in range(self.workers):
             self._pending.add(self._executor.submit(_warm_up))
+        # The workers have forked with the trees the project index kept for them; the
+        # parent checks nothing itself, so it need not hold them (or keep more).
+        parsed_once.forget()
 
     def submit(self, job: Job) -> list[FileResult]:
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -302,7 +306,9 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     pool = _Pool(workers) if workers > 1 and len(found) >= POOL_MIN_FILES else None
     cache = Cache(found[0].settings.root) if options.cache and found and stdin is None else None
     # Pass 0: the project index of each project the files belong to (cross-file facts:
-    # a file is judged the same whether it is checked alone or with its project).
+    # a file is judged the same whether it is checked alone or with its project). A
+    # module it parses that the engine checks next keeps its tree (mplint.inputs.parsed_once).
+    parsed_once.expect([item.path for item in found if item.data is None])
     with paused_gc():  # see mplint.core.gc_pause
         projects = _project_indexes(found, resolver, options)
         if pool is not None:
@@ -368,9 +374,11 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     except BaseException:
         if pool is not None:
             pool.close(cancel=True)
+        parsed_once.forget()
         raise
     if pool is not None:
         pool.close()
+    parsed_once.forget()
     for index in {id(i): i for i in projects.values() if i is not None}.values():
         warning = index.save()
         if warning:

@@ -42,6 +42,7 @@ class ModuleFacts:
         project: "ProjectContext | None" = None,
         project_backend: "list[Evidence] | None" = None,
         notebook: dict | None = None,
+        walk: ModuleIndex | None = None,
     ) -> None:
         self.module = module
         self.text = text
@@ -52,7 +53,7 @@ class ModuleFacts:
         self.tensor_core_multiple = tensor_core_multiple
         self.project = project  # what the rest of the project says about this module
         self.project_backend = project_backend  # None: read from the file's folders
-        self.index = ModuleIndex(module)
+        self.index = walk if walk is not None and walk.module is module else ModuleIndex(module)
         self.bindings = Bindings(self.index)
         self.imports = ImportTable(self.index.nodes(cst.Import), self.index.nodes(cst.ImportFrom))
         self.names = NameResolver(self.imports, self.bindings.module_values, self.bindings.all_values)

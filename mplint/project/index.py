@@ -76,6 +76,7 @@ class ProjectIndex:
         self._imports: dict[str, set[str]] = {}
         self._resolved: dict[tuple[str, str], str | None] = {}
         self._policy_modules: set[str] | None = None
+        self._growing = False  # `policy_modules` is being computed
         self._mentions_mixed_precision: bool | None = None
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
@@ -388,26 +389,30 @@ class ProjectIndex:
         if self._policy_modules is None:
             found: set[str] = set()
             self._policy_modules = found  # grows while it is computed (see `exit_of`)
-            queue = sorted(m for m, p in self.path_of.items() if not self.scan(p).test and self.scan(p).sets_policy)
-            found.update(queue)
-            while queue:
-                module = queue.pop(0)
-                importers = [i for i in sorted(self.importers_of(module)) if i not in found and not self.is_test(i)]
-                if not importers:
-                    continue  # nobody to carry its policy to: its summary is not needed here
-                flow = self._flow(module)
-                if flow is None:
-                    continue
-                names = {key.split(".")[0].split("#")[0] for key, f in flow.functions.items() if f.effect != frozenset({ENTRY})}
-                at_import = flow.exit != frozenset({ENTRY})
-                if not names and not at_import:
-                    continue
-                for importer in importers:
-                    text = self.text(self.path_of[importer]) or ""
-                    if at_import or any(name in text for name in names):
-                        found.add(importer)
-                        queue.append(importer)
-                        self._summaries.pop(importer, None)
+            self._growing = True
+            try:
+                queue = sorted(m for m, p in self.path_of.items() if not self.scan(p).test and self.scan(p).sets_policy)
+                found.update(queue)
+                while queue:
+                    module = queue.pop(0)
+                    importers = [i for i in sorted(self.importers_of(module)) if i not in found and not self.is_test(i)]
+                    if not importers:
+                        continue  # nobody to carry its policy to: its summary is not needed here
+                    flow = self._flow(module)
+                    if flow is None:
+                        continue
+                    names = {key.split(".")[0].split("#")[0] for key, f in flow.functions.items() if f.effect != frozenset({ENTRY})}
+                    at_import = flow.exit != frozenset({ENTRY})
+                    if not names and not at_import:
+                        continue
+                    for importer in importers:
+                        text = self.text(self.path_of[importer]) or ""
+                        if at_import or any(name in text for name in names):
+                            found.add(importer)
+                            queue.append(importer)
+                            self._summaries.pop(importer, None)
+            finally:
+                self._growing = False
             self._drop_stale_summaries()
         return self._policy_modules
 
@@ -462,8 +467,11 @@ class ProjectIndex:
 
         entry, text = self._entry(path)
         stored = entry.get("summary")
+        # While `policy_modules` grows, a stored summary's deps cannot be judged yet (they
+        # were recorded against the whole set): it is taken, and `_drop_stale_summaries`
+        # judges it once the set is complete. Judged now, it would be rebuilt on every run.
         if text is None and isinstance(stored, dict) and stored.get("version") == SUMMARY_VERSION \
-                and self._deps_hold(module, stored.get("deps", {})):
+                and (self._growing or self._deps_hold(module, stored.get("deps", {}))):
             self._summary_deps[module] = stored.get("deps", {})
             return stored.get("data")
         if text is None:
@@ -482,6 +490,7 @@ class ProjectIndex:
         from mplint.facts.module import ModuleFacts
         from mplint.facts.summary import build_summary
         from mplint.core.gc_pause import paused_gc
+        from mplint.inputs import parsed_once
         from mplint.inputs.parsing import parse
 
         try:
@@ -492,6 +501,8 @@ class ProjectIndex:
         try:
             with paused_gc():  # see mplint.core.gc_pause
                 facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed_for(path), project=context)
+                if path not in self._overlay:
+                    parsed_once.keep(path, text, tree, facts.index)  # the engine checks it next: no second parse
                 return build_summary(facts), context.deps
         except (RecursionError, MemoryError) as exc:
             self.notes.append(f"{os.path.relpath(path)}: no project facts read from it ({type(exc).__name__})")
