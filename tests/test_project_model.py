@@ -118,6 +118,33 @@ def test_the_index_is_kept_on_disk_and_an_edit_rereads_only_that_file(tmp_path: 
     assert read == ["trainer/model.py"]
 
 
+def test_a_kept_index_refreshed_from_disk_answers_like_a_fresh_one(tmp_path: Path) -> None:
+    """`refresh` (what `mplint server` does between commands): a touched file is not
+    read again; an edit that keeps the flow keeps the policy solution; an edit that
+    changes it, or a new file, gives what a fresh index gives."""
+    root = _copy(FIXTURES / "projects" / "policy_from_script", tmp_path)
+    layers = str(root / "trainer" / "layers.py")
+    train = root / "train.py"
+
+    def policies(index: ProjectIndex) -> frozenset:
+        return index.context_for(layers).mixed_policies()[0]
+
+    index = ProjectIndex(str(root))
+    assert policies(index) == {"mixed_float16"}
+    solution = index._solve()
+    os.utime(train, ns=(1, 1))  # touched, same content
+    assert index.changed_files() == []
+    train.write_text(train.read_text().replace('"adam"', '"sgd"'))  # same flow, same definitions
+    assert index.changed_files() == [str(train)]
+    assert index.refresh() and index._solve() is solution
+    assert policies(index) == policies(ProjectIndex(str(root))) == {"mixed_float16"}
+    train.write_text(train.read_text().replace("mixed_float16", "float32"))
+    assert index.refresh() and index._solve() is not solution
+    assert policies(index) == policies(ProjectIndex(str(root))) == frozenset()
+    (root / "extra.py").write_text("x = 1\n")
+    assert index.changed_files() is None and not index.refresh()  # the caller builds a new index
+
+
 def test_files_outside_the_checked_paths_are_read_never_reported_or_fixed(cli, tmp_path: Path) -> None:
     root = _copy(FIXTURES / "projects" / "policy_from_script", tmp_path)
     before = {p: p.read_bytes() for p in root.rglob("*.py")}

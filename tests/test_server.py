@@ -76,3 +76,53 @@ def test_python_dash_m_uses_the_same_entry_point(server, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "MP103" in proc.stdout
     assert _served(server, tmp_path) == before + 1
+
+
+TRAIN = (
+    "import tensorflow as tf\n"
+    "from model import build\n"
+    "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+    "model = build()\n"
+)
+MODEL = (
+    "import tensorflow as tf\n"
+    "def build():\n"
+    "    return tf.keras.Sequential([tf.keras.layers.Dense(16), tf.keras.layers.Dense(10, activation='softmax')])\n"
+)
+
+
+def _codes(output: str) -> list[tuple[str, str]]:
+    import json
+
+    return [(f["filename"], f["code"]) for f in json.loads(output)]
+
+
+def test_the_server_keeps_the_project_warm_and_follows_edits(server, tmp_path):
+    """The server keeps the project index between commands and refreshes it from the
+    files on disk: after each edit (the policy dropped, set again, a file added, an edit
+    that changes nothing the solution rests on) a served check of the other module says
+    exactly what a local run says."""
+    project = tmp_path / "project"
+    write(project / "pyproject.toml", "[tool.mplint]\n")
+    write(project / "train.py", TRAIN)
+    write(project / "model.py", MODEL)
+    local_env = dict(server, MPLINT_NO_SERVER="1")
+    args = ["check", "--output-format", "json", "--exit-zero", "model.py"]
+
+    def same_as_local() -> list[tuple[str, str]]:
+        served = _mplint(args, project, server)
+        assert served == _mplint(args, project, local_env)
+        return _codes(served[1])
+
+    assert same_as_local() == [("model.py", "MP101")]
+    assert _mplint(["server", "status"], project, server)[1].rstrip().endswith(f"1 project kept warm: {project})")
+    write(project / "train.py", TRAIN.replace("mixed_float16", "float32"))
+    assert same_as_local() == []
+    write(project / "train.py", TRAIN + "steps = 10\n")  # back to mixed, and a new constant
+    assert same_as_local() == [("model.py", "MP101")]
+    write(project / "train.py", TRAIN + "steps = 10\nprint(model)\n")  # the same flow: the solution stands
+    assert same_as_local() == [("model.py", "MP101")]
+    write(project / "launch.py", "import train\n")  # a new file: the index is built again
+    assert same_as_local() == [("model.py", "MP101")]
+    write(project / "model.py", MODEL.replace("activation='softmax'", "activation='softmax', dtype='float32'"))
+    assert same_as_local() == []

@@ -427,15 +427,22 @@ def _read(item: Found) -> bytes | FileResult:
     return result
 
 
-def _project_indexes(found: list[Found], resolver: ConfigResolver, options: RunOptions) -> dict[str, "ProjectIndex | None"]:
-    """The project index of each file's folder (None for stdin without a real path)."""
-    from mplint.project.index import ProjectIndex
-    from mplint.project.layout import project_root
+def assumed_policy_for(resolver: ConfigResolver) -> Callable[[str], str | None]:
+    """The policy the configuration assumes for a path (`assume-policy`), or None."""
 
     def assumed_for(path: str) -> str | None:
         settings = resolver.for_path(path)
         return settings.assumed_policy(settings.relpath(path)) if settings.assume_policy else None
 
+    return assumed_for
+
+
+def _project_indexes(found: list[Found], resolver: ConfigResolver, options: RunOptions) -> dict[str, "ProjectIndex | None"]:
+    """The project index of each file's folder (None for stdin without a real path)."""
+    from mplint.project.index import ProjectIndex
+    from mplint.project.layout import project_root
+
+    assumed_for = assumed_policy_for(resolver)
     indexes: dict[str, ProjectIndex | None] = {}
     for item in found:
         folder = os.path.dirname(os.path.abspath(item.path))

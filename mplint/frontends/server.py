@@ -11,9 +11,12 @@ the imports each time (libcst's alone takes longer than checking one file).
 Each command the `mplint` entry point hands over (see `mplint.frontends.launch`) runs in a child
 forked from the server: the child takes the client's working folder, environment, umask
 and stdin/stdout/stderr (passed as file descriptors, so a terminal is still a terminal),
-runs the ordinary command line and reports its exit code. Nothing of one run is left in
-the server for the next: the caches of a run (project roots, pins, installed versions)
-live and die in its child. The server declines a command (the client then runs it
+runs the ordinary command line and reports its exit code. The caches of a run (project
+roots, pins, installed versions) live and die in its child. What the server keeps is
+the project index of the projects its commands check (mplint.project.resident): before
+it forks a command, it refreshes that index from the files on disk (by content hash),
+so the command pays for the files edited since the last one, not for the project; it
+warms the project it was started in before its first command. The server declines a command (the client then runs it
 itself) once mplint's code has changed since it started, and exits after
 `--idle-minutes` without a command.
 """
@@ -30,9 +33,11 @@ import time
 from mplint.frontends.server_address import socket_path
 from mplint.frontends.server_trust import SOCKET_UMASK, UntrustedServer, check_peer, folder_problem
 
+REFRESH_SECONDS = 2.0  # how often an idle server looks for edited files (a stat per project file)
 PRELOAD = ("mplint.frontends.cli", "mplint.frontends.check_command", "mplint.engine.runner", "mplint.engine.engine", "mplint.inputs.parsing",
            "mplint.inputs.code_scan", "mplint.catalogue.rule_evidence", "mplint.frontends.reporters.text", "mplint.frontends.reporters.json_format",
-           "mplint.frontends.reporters.sarif", "mplint.frontends.reporters.github", "mplint.facts.target", "mplint.inputs.notebook")
+           "mplint.frontends.reporters.sarif", "mplint.frontends.reporters.github", "mplint.facts.target", "mplint.inputs.notebook",
+           "mplint.project.index", "mplint.project.resident", "mplint.facts.summary", "mplint.facts.module")
 
 
 def code_stamp() -> str:
@@ -85,14 +90,18 @@ def serve(idle_minutes: float) -> None:
         os.umask(mask)
     listener.listen(64)
     listener.settimeout(1.0)
+    _warm_for({"argv": ["check"], "cwd": os.getcwd(), "env": dict(os.environ)})  # its first command finds it warm
     served = 0
-    last = time.monotonic()
+    last = refreshed = time.monotonic()
     try:
         while time.monotonic() - last < idle_minutes * 60:
             _reap()
             try:
                 connection, _ = listener.accept()
             except socket.timeout:
+                if time.monotonic() - refreshed >= REFRESH_SECONDS:
+                    _refresh_kept()
+                    refreshed = time.monotonic()
                 continue
             last = time.monotonic()
             with connection:
@@ -111,15 +120,17 @@ def serve(idle_minutes: float) -> None:
                         _reply(connection, {"stopped": True})
                         return
                     if request.get("status"):
-                        _reply(connection, {"pid": os.getpid(), "served": served})
+                        _reply(connection, {"pid": os.getpid(), "served": served, "projects": _kept_projects()})
                         continue
                     if code_stamp() != stamp:
                         _reply(connection, {"declined": "mplint changed since the server started"})
                         return
                     served += 1
+                    _warm_for(request)
                     if os.fork() == 0:
                         listener.close()
                         _child(connection, request, fds)  # never returns
+                    _forget_trees()  # the child has what was parsed for it
                 finally:
                     for fd in fds:
                         os.close(fd)
@@ -129,6 +140,68 @@ def serve(idle_minutes: float) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+_last_context: dict = {}  # the folder and environment of the last command warmed for
+
+
+def _warm_for(request: dict) -> None:
+    """Bring the indexes of the projects a command names up to date here, before the
+    command forks (mplint.project.resident), with the client's folder and environment.
+    Never fatal: on any error the indexes are dropped and the command builds its own."""
+    from mplint.project import resident
+
+    argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env")
+    if not isinstance(argv, list) or not isinstance(cwd, str) or not isinstance(env, dict):
+        return
+    paths = resident.command_paths(argv, cwd)
+    if paths is not None:
+        _last_context.update(cwd=cwd, env=env)
+        _as_client(cwd, env, lambda: resident.warm(paths, cwd))
+
+
+def _refresh_kept() -> None:
+    """Idle: read the files edited since the last command into the kept indexes, so the
+    next command does not wait for them."""
+    from mplint.project import resident
+
+    if _last_context:
+        cwd, env = _last_context["cwd"], _last_context["env"]
+        _as_client(cwd, env, lambda: resident.refresh_kept(cwd))
+
+
+def _as_client(cwd: str, env: dict, work) -> None:
+    """Run `work` with a client's environment (the server's own is restored after);
+    an error drops every kept index and tree, never the server."""
+    from mplint.project import resident
+
+    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        work()
+    except Exception:
+        resident.forget()
+        _forget_trees()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        try:
+            os.chdir(saved_cwd)
+        except OSError:
+            os.chdir("/")
+
+
+def _kept_projects() -> list[str]:
+    from mplint.project import index as index_module
+
+    return sorted(index.root for index in index_module._INDEXES.values() if index.current)
+
+
+def _forget_trees() -> None:
+    from mplint.inputs import parsed_once
+
+    parsed_once.forget()
 
 
 def _receive(connection: socket.socket) -> tuple[dict, list[int]]:

@@ -74,12 +74,15 @@ def start(idle_minutes: float) -> None:
 
 @server_command.command("status")
 def status() -> None:
-    """Say whether a server is running, and how many commands it ran."""
+    """Say whether a server is running, how many commands it ran, and which projects it
+    keeps warm."""
     reply = _ask({"status": True})
     if reply is None:
         click.echo("no mplint server running")
         raise click.exceptions.Exit(1)
-    click.echo(f"mplint server running (pid {reply['pid']}, {reply['served']} commands run)")
+    kept = reply.get("projects", [])
+    click.echo(f"mplint server running (pid {reply['pid']}, {reply['served']} commands run, "
+               f"{len(kept)} project{'s' if len(kept) != 1 else ''} kept warm{': ' if kept else ''}{', '.join(kept)})")
 
 
 @server_command.command("stop")

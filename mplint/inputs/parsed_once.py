@@ -29,11 +29,13 @@ _kept: dict[str, tuple[str, "cst.Module", "ModuleIndex"]] = {}  # path -> (text,
 
 
 def expect(paths: list[str]) -> None:
-    """The files the engine may check in this run (replaces the last run's, and drops
-    whatever the last run kept and did not use)."""
+    """The files the engine may check in this run (replaces the last run's; of what was
+    kept, only the trees of these files stay: a resident server parses an edited file
+    before it forks the command that checks it)."""
     _expected.clear()
     _expected.update(os.path.abspath(p) for p in paths)
-    _kept.clear()
+    for path in [p for p in _kept if p not in _expected]:
+        del _kept[path]
 
 
 def keep(path: str, text: str, tree: "cst.Module", walk: "ModuleIndex") -> None:

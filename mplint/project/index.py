@@ -64,6 +64,9 @@ class ProjectIndex:
             if path.endswith("__init__.py"):
                 self.packages.add(name)
         self.assumed_for = assumed_for or (lambda path: None)
+        self._assumed_answers: dict[str, str | None] = {}  # what `assumed` answered (see `serves`)
+        self.cwd = os.getcwd()  # messages name files relative to it
+        self.current = False  # a resident process refreshed it for the command about to run (`serves`)
         self._overlay: dict[str, str] = dict(overlay or {})
         self._scans: dict[str, FileScan] = {}
         self._texts: dict[str, str | None] = {}  # files read by this index
@@ -93,11 +96,62 @@ class ProjectIndex:
         root = project_root(os.path.dirname(os.path.abspath(path)))
         key = (root, cache)
         index = _INDEXES.get(key)
-        if index is None or fresh:
+        if index is None or (fresh and not index.serves(assumed_for)):
             index = _INDEXES[key] = cls(root, cache=cache, assumed_for=assumed_for)
         elif assumed_for is not None:
             index.assumed_for = assumed_for
         return index
+
+    # -- kept warm between commands (mplint.project.resident) ------------------------------
+    def assumed(self, path: str) -> str | None:
+        """The policy the configuration assumes for `path` (recorded: see `serves`)."""
+        answer = self._assumed_answers[path] = self.assumed_for(path)
+        return answer
+
+    def serves(self, assumed_for: Callable[[str], str | None] | None) -> bool:
+        """Whether this index, refreshed by a resident process for the command now
+        running, stands for a fresh one: same working folder (messages name files
+        relative to it) and the same assumed policies wherever it asked for one."""
+        if not self.current or self.cwd != os.getcwd():
+            return False
+        ask = assumed_for or (lambda path: None)
+        return all(ask(path) == answer for path, answer in self._assumed_answers.items())
+
+    def refresh(self) -> bool:
+        """Bring the index up to date with the files on disk, as a fresh index would see
+        them: a file whose size or time changed is read, and if its content (hash)
+        changed, what was derived from it is dropped (`set_text`). False when files
+        were added or removed: the caller builds a new index."""
+        changed = self.changed_files()
+        if changed is None:
+            return False
+        for path in changed:
+            self.set_text(path, None)
+        return True
+
+    def changed_files(self) -> list[str] | None:
+        """The files whose content changed since this index read them (a file only
+        touched gets its new time recorded); None when files were added or removed."""
+        files = project_files(self.root)
+        if files.paths != self.paths or self._overlay:
+            return None
+        from mplint.inputs.cache import file_digest
+
+        changed = []
+        for path in self.paths:
+            entry = self.store.entries.get(self._relpath(path))
+            if entry is None:
+                continue  # nothing was derived from it yet
+            stat = self._stat(path)
+            if stat is not None and entry.get("stat") == list(stat):
+                continue
+            data = self._read(path) if stat is not None else None
+            if data is not None and entry.get("hash") == file_digest(data):
+                entry["stat"] = list(stat)  # touched, not changed: everything derived still holds
+                self.store.touched()
+                continue
+            changed.append(path)
+        return changed
 
     # -- reading files -------------------------------------------------------------------
     def set_text(self, path: str, text: str | None) -> None:
@@ -108,6 +162,7 @@ class ProjectIndex:
         path = os.path.abspath(path)
         if text is not None and self._overlay.get(path) == text:
             return
+        previous = self._overlay.get(path, self._texts.get(path))  # the text it replaces, if kept
         if text is None:
             self._overlay.pop(path, None)
         else:
@@ -130,10 +185,18 @@ class ProjectIndex:
         self._mentions_mixed_precision = None
         if module is None:
             return
-        self._tables.pop(module, None)
-        self._summaries.pop(module, None)
+        old_table = self._tables.pop(module, _UNSET)
+        old_summary = self._summaries.pop(module, None)
         in_solution = self._solution is not None and module in self._solution[0]
-        if old is None or old.imports != new.imports or old.sets_policy != new.sets_policy or in_solution:
+        structural = old is None or old.imports != new.imports or old.sets_policy != new.sets_policy
+        if in_solution and not structural and old_table is _UNSET and previous is not None:
+            from mplint.project.module_table import build_table
+
+            old_table = build_table(previous) if not path.endswith(".ipynb") else None
+        if in_solution and not structural and old_table is not _UNSET \
+                and self._runs_as_before(module, old_table, old_summary):
+            in_solution = False  # an edit that changes neither what it defines nor its flow
+        if structural or in_solution:
             self._summaries.clear()
             self._importers = None
             self._folders = None
@@ -143,6 +206,15 @@ class ProjectIndex:
         else:
             for importer in self.importers_of(module):
                 self._summaries.pop(importer, None)
+
+    def _runs_as_before(self, module: str, old_table: dict | None, old_summary: dict | None) -> bool:
+        """Whether an edited module of the policy solution still defines what it did (its
+        table) and runs what it did under the same policies (its summary's flow): then
+        the solution, built from that flow, stands, and nothing else is summarised again."""
+        if old_table is None or old_summary is None or self.table(module) != old_table:
+            return False
+        new_summary = self.summary(module)
+        return new_summary is not None and new_summary["flow"] == old_summary["flow"]
 
     def _relpath(self, path: str) -> str:
         return os.path.relpath(path, self.root)
@@ -500,7 +572,7 @@ class ProjectIndex:
         context = ModuleContext(self, module, record=True)
         try:
             with paused_gc():  # see mplint.core.gc_pause
-                facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed_for(path), project=context)
+                facts = ModuleFacts(tree, text, path, assumed_policy=self.assumed(path), project=context)
                 if path not in self._overlay:
                     parsed_once.keep(path, text, tree, facts.index)  # the engine checks it next: no second parse
                 return build_summary(facts), context.deps
@@ -580,7 +652,7 @@ class ProjectIndex:
                     flow = self._flow(module)
                     if flow is not None:
                         flows[module] = flow
-                        starts[module] = module_entry(self.assumed_for(self.path_of[module]))
+                        starts[module] = module_entry(self.assumed(self.path_of[module]))
                 entries = solve(flows, starts, callee_of=lambda _, callee: self.definition(callee))
                 pending = set()
                 for module, flow in flows.items():
@@ -605,7 +677,7 @@ class ProjectIndex:
         for caller_module, flow in flows.items():
             if caller_module == module:
                 continue
-            entry = module_entry(self.assumed_for(self.path_of[caller_module]))
+            entry = module_entry(self.assumed(self.path_of[caller_module]))
             for caller, callee, state in flow.outgoing:
                 target = self.definition(callee)
                 if target is None or target[0] != module:

@@ -68,7 +68,7 @@ def scan_text(text: str, path: str) -> FileScan:
         # Comments and strings never count: a docstring that says "call
         # set_global_policy('mixed_float16')" sets nothing.
         scan.sets_policy = _SETS_POLICY.search(text) is not None and _DEFINES_SETTER.search(text) is None \
-            and _SETS_POLICY.search(code_only(text)) is not None
+            and _calls_a_setter(text)
     scan.legacy_keras = sets_legacy_keras(text)
     scan.tf_keras = "tf_keras" in text and _TF_KERAS.search(text) is not None
     scan.keras2_only = ("optimizers.legacy" in text or "tensorflow_addons" in text) and _KERAS2_ONLY.search(text) is not None
@@ -82,6 +82,28 @@ def scan_text(text: str, path: str) -> FileScan:
     scan.float16 = scan.mixed_precision and _FLOAT16_WORDS.search(text) is not None
     scan.bfloat16 = "bfloat16" in text
     return scan
+
+
+_SETTERS = frozenset({"set_global_policy", "set_dtype_policy", "set_policy", "policy_scope"})
+
+
+def _calls_a_setter(text: str) -> bool:
+    """Whether the module's code calls a policy setter (Python's parser: a call, not a
+    comment, a docstring or a definition); the blanked-text test where it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _SETS_POLICY.search(code_only(text)) is not None
+    Call, Name, Attribute = ast.Call, ast.Name, ast.Attribute
+    for node in ast.walk(tree):
+        if type(node) is Call:
+            func = node.func
+            kind = type(func)
+            if (kind is Name and func.id in _SETTERS) or (kind is Attribute and func.attr in _SETTERS):
+                return True
+    return False
 
 
 def code_only(text: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from mplint import __version__
 from mplint.inputs.cache import CACHE_DIR, file_digest, write_json
 
-STORE_VERSION = "3"
+STORE_VERSION = "4"  # 4: a policy setter is a call in the parse (scan.sets_policy)
 
 
 class Store:
