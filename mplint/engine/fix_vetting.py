@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import functools
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -247,7 +248,8 @@ def _unbound_message(names: list[str], notebook: bool) -> str:
     return f"it would use {spelled}, which is not bound {where}"
 
 
-def _names(text: str) -> tuple[set[str], set[str]] | None:
+@functools.lru_cache(maxsize=4096)  # a large file's fixes repeat the same few texts
+def _names(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
     """(names a piece of code reads, names it binds), or None if it is not code alone."""
     for candidate in (text.strip(), textwrap.dedent(text).strip("\r\n")):
         for mode in ("eval", "exec"):
@@ -266,5 +268,5 @@ def _names(text: str) -> tuple[set[str], set[str]] | None:
                     stored.add(node.arg)
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     stored.add(node.name)
-            return loaded, stored
+            return frozenset(loaded), frozenset(stored)
     return None

@@ -42,16 +42,25 @@ def _short(facts: "ModuleFacts", node: cst.CSTNode, limit: int = 60) -> str:
     return code if len(code) <= limit else code[: limit - 3] + "..."
 
 
+class _LocalPolicy:
+    """The mixed policies this file sets itself, and the first place it does (computed
+    once per module: every finding of a large file asks)."""
+
+    def __init__(self, facts: "ModuleFacts") -> None:
+        local = [s for s in facts.policy.settings if s.is_mixed]
+        self.names = sorted({n for s in local for n in (s.names or ()) if n.startswith("mixed_")})
+        self.where = f"`{_short(facts, local[0].call)}` in this file" if local else None
+
+
 def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
     """The mixed policy the code at `node` runs under, and how that is known."""
     policy = facts.policy
     if facts.assumed_policy:
         return Premise(POLICY, facts.assumed_policy, Status.PROVED, "assume-policy in the configuration")
     at_node = sorted(n for n in policy.global_at(node) if n.startswith("mixed_"))
-    local = [s for s in policy.settings if s.is_mixed]
-    if local:
-        names = at_node or sorted({n for s in local for n in (s.names or ()) if n.startswith("mixed_")})
-        return Premise(POLICY, "/".join(names), Status.PROVED, f"`{_short(facts, local[0].call)}` in this file")
+    local = facts.analysis(_LocalPolicy)
+    if local.where is not None:
+        return Premise(POLICY, "/".join(at_node or local.names), Status.PROVED, local.where)
     project_policies, setters = policy.from_project
     if project_policies:
         where = ", ".join(setters[:2]) + (" ..." if len(setters) > 2 else "") if setters else "another module"

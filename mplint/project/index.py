@@ -831,6 +831,10 @@ class ProjectIndex:
 
     def arguments(self, module: str, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
         """What calls of `module`'s `function` in other (non-test) modules give `param`."""
+        top = function.split(".")[0].split("#")[0]
+        callers = self._callers_of(module, top)
+        if not callers:
+            return []  # nobody to ask: the module's own table (an `ast` parse) is not needed
         table = self.table(module)
         if table is None or function not in table["functions"]:
             return []
@@ -839,10 +843,9 @@ class ProjectIndex:
         if param not in params:
             return []
         position = params.index(param) - (1 if signature["bound"] else 0)
-        top = function.split(".")[0].split("#")[0]
         owner = function.rsplit(".", 1)[0] if "." in function and function.endswith(".__init__") else None
         found: list[ExternalValue | ExternalOptimizer | None] = []
-        for importer in sorted(self._callers_of(module, top)):
+        for importer in sorted(callers):
             summary = self.summary(importer)
             if summary is None:
                 continue
