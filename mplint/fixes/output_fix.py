@@ -85,10 +85,36 @@ class OutputFix:
                 f"Apply the {activation} activation in a float32 `Activation` layer after `{self.layer.short_name}`",
                 changes,
             )
+        only = self._only_layer()
+        if only:
+            # `dtype="float32"` on the model's only layer would leave nothing in float16:
+            # the output is cast in a float32 linear Activation after it instead.
+            linear = self._split(linear=True)
+            if linear is not None:
+                return self.rule.fix(
+                    f"Cast the output to float32 in a float32 linear `Activation` after `{self.layer.short_name}` "
+                    "(the model's only layer keeps the mixed policy)", linear[1])
         changes = self._dtype()
         if changes:
-            return self.rule.fix(f'Compute `{self.layer.short_name}` in float32 (`dtype="float32"`)', changes)
+            return self.rule.fix(f'Compute `{self.layer.short_name}` in float32 (`dtype="float32"`)'
+                                 + (": it is the model's only layer, so nothing would compute in float16" if only else ""),
+                                 changes, unsafe=only)
         return None
+
+    def _only_layer(self) -> bool:
+        """Whether the output layer is the model's only layer (an Input aside): a Sequential
+        list of one layer, or a functional output applied to the model's own input."""
+        slot, application = self.output.slot, self.output.application
+        if slot is not None and slot.container is not None:
+            layers = [e for e in slot.container.elements
+                      if not (isinstance(e.value, cst.Call) and (self.facts.qualified(e.value.func) or "").endswith(
+                          (".Input", ".InputLayer")))]
+            return len(layers) == 1
+        if slot is None and application is not None and application.args and isinstance(self.model.node, cst.Call):
+            given = get_arg(self.model.node, 0, "inputs")
+            return given is not None and self._code(given.value) == self._code(application.args[0].value) \
+                and isinstance(given.value, cst.Name)
+        return False
 
     # -- dtype="float32" on the last layer -----------------------------------------------------
     def _dtype(self) -> list[Change]:
@@ -111,25 +137,33 @@ class OutputFix:
         return None
 
     # -- split the activation off ------------------------------------------------------------
-    def _split(self) -> tuple[str, list[Change]] | None:
+    def _split(self, linear: bool = False) -> tuple[str, list[Change]] | None:
+        """The activation split off into a float32 `Activation`; with `linear`, a float32
+        linear `Activation` added after a layer that keeps its own activation."""
         layer, ctor = self.layer, self.layer.constructor
         if len(self.uses) != 1 or not self.model.single_output:
             return None
-        if layer.qualified not in SPLITTABLE_ACTIVATION or get_arg(ctor, None, "name") is not None:
-            return None
-        arg = get_arg(ctor, 1 if layer.short_name == "Dense" else None, "activation")
-        if arg is None or (arg.keyword is None and positional(ctor)[-1] is not arg):
-            return None  # removing it would shift the positional arguments after it
-        activation = self._activation_text(arg.value)
-        if activation is None or not self._referenced_once():
-            return None
+        if (not linear and layer.qualified not in SPLITTABLE_ACTIVATION) or get_arg(ctor, None, "name") is not None:
+            return None  # a named layer names the model's output: a layer after it would rename it
+        if linear:
+            arg = None
+            if not self._referenced_once():
+                return None
+        else:
+            arg = get_arg(ctor, 1 if layer.short_name == "Dense" else None, "activation")
+            if arg is None or (arg.keyword is None and positional(ctor)[-1] is not arg):
+                return None  # removing it would shift the positional arguments after it
+            if self._activation_text(arg.value) is None or not self._referenced_once():
+                return None
         spelling = self._activation_class()
         if spelling is None:
             return None
         activation_class, import_changes = spelling
-        quote = quote_like(arg.value if isinstance(arg.value, cst.SimpleString) else self._string_argument(ctor), "float32")
+        quoted = arg.value if arg is not None and isinstance(arg.value, cst.SimpleString) else self._string_argument(ctor)
+        quote = quote_like(quoted, "float32")
+        activation = quote_like(quoted, "linear").value if arg is None else self._activation_text(arg.value)
         new_layer = f"{activation_class}({activation}, dtype={quote.value})"
-        new_ctor = without_arg(ctor, arg)
+        new_ctor = ctor if arg is None else without_arg(ctor, arg)
         if self.output.slot is not None:
             placed = self._sequential(new_layer, new_ctor)
         elif layer.via == "attribute":
@@ -138,7 +172,7 @@ class OutputFix:
             placed = self._functional(new_layer, new_ctor)
         if placed is None:
             return None
-        label = string_value(arg.value) or activation
+        label = "linear" if arg is None else (string_value(arg.value) or activation)
         return label, import_changes + placed
 
     def _activation_text(self, expr: cst.BaseExpression) -> str | None:
