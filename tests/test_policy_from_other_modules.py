@@ -67,3 +67,36 @@ def test_with_worker_processes(mplint_process, tmp_path):
     result = mplint_process(["--no-cache", "-j", "2", "--output-format", "json", "."], cwd=tmp_path)
     findings = [(f["filename"], f["code"]) for f in json.loads(result.stdout)]
     assert findings == [("model.py", "MP101")]
+
+
+def test_several_projects_are_solved_side_by_side_and_judged_the_same(tmp_path, monkeypatch):
+    """A run over several projects solves them in parallel processes
+    (mplint.project.parallel_solve); the parent adopts what they derived and the
+    findings are those of a single-process run."""
+    from mplint.engine.runner import RunOptions, run
+    from mplint.inputs.config import ConfigResolver
+    from mplint.project.store import Store
+
+    for name, policy in (("alpha", "mixed_float16"), ("beta", "float32"), ("gamma", "mixed_bfloat16")):
+        project = tmp_path / name
+        write(project / "pyproject.toml", "[project]\nname = 'x'\n")
+        write(project / "train.py", TRAIN.replace("mixed_float16", policy) + "model = build()\n")
+        write(project / "model.py", SOFTMAX_MODEL)
+        for i in range(8):
+            write(project / f"pkg/m{i}.py", "import tensorflow as tf\nx = tf.constant(1.0)\n")
+    write(tmp_path / "delta" / "pyproject.toml", "")  # sets no policy: nothing to solve, no process
+    write(tmp_path / "delta" / "model.py", SOFTMAX_MODEL)
+    adopted = []
+    original = Store.adopt
+    monkeypatch.setattr(Store, "adopt", lambda self, entries: adopted.append(self.root) or original(self, entries))
+    monkeypatch.chdir(tmp_path)
+
+    def findings(jobs: int) -> list[tuple[str, str, str]]:
+        result = run(["."], ConfigResolver(), RunOptions(cache=False, jobs=jobs))
+        return sorted((f.filename, f.code, f.message) for f in result.findings)
+
+    alone = findings(1)
+    assert not adopted
+    assert findings(2) == alone
+    assert sorted(adopted) == [str(tmp_path / name) for name in ("alpha", "beta", "gamma")]
+    assert [(f, c) for f, c, _ in alone] == [("alpha/model.py", "MP101"), ("gamma/model.py", "MP101")]

@@ -313,8 +313,13 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         projects = _project_indexes(found, resolver, options)
         if pool is not None:
             # Worker processes fork from this one: solving each project's policies here,
-            # once, spares every worker from summarising the same modules again.
-            for index in {id(i): i for i in projects.values() if i is not None}.values():
+            # once, spares every worker from summarising the same modules again. Several
+            # projects are first solved side by side (mplint.project.parallel_solve).
+            from mplint.project.parallel_solve import solve_in_parallel
+
+            unique = list({id(i): i for i in projects.values() if i is not None}.values())
+            solve_in_parallel(unique, workers)
+            for index in unique:
                 index.solve()
     # With workers and nothing to write, a file that needs the engine is sent to it as
     # soon as it is read. --fix and --diff wait for every file to be read.

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
 from mplint.facts.entries import FunctionFlow, ModuleFlow
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from mplint.facts.module import ModuleFacts
 
 SUMMARY_VERSION = 2
@@ -76,6 +76,8 @@ def _calls(facts: "ModuleFacts") -> list[tuple[cst.Call, dict[str, Any]]]:
 
 def _argument(facts: "ModuleFacts", expr: cst.BaseExpression, call: cst.Call) -> Any:
     """A JSON description of an argument: a constant, an optimizer, or None."""
+    import libcst as cst  # not at the top: reading a stored summary (flow_from_json) needs no parser
+
     value = facts.values.resolve(expr)
     if value is not None and isinstance(value.value, _LITERALS):
         return {"value": value.value}

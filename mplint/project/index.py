@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from mplint.facts.target import Target
 
 _INDEXES: dict[tuple[str, bool], "ProjectIndex"] = {}  # per process: (root, cache) -> index
+MAX_PASSES = 8  # of the policy-module fixed point (two or three in practice)
+MAX_VARIANTS = 3  # summaries stored per module, for the sets of policy modules met
 _UNSET = object()
 
 
@@ -79,7 +81,6 @@ class ProjectIndex:
         self._imports: dict[str, set[str]] = {}
         self._resolved: dict[tuple[str, str], str | None] = {}
         self._policy_modules: set[str] | None = None
-        self._growing = False  # `policy_modules` is being computed
         self._mentions_mixed_precision: bool | None = None
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
@@ -457,39 +458,52 @@ class ProjectIndex:
         """The modules (tests aside) whose code can change the global policy: those that
         set one, and, upwards, the importers that call their policy-changing functions
         (or import a module that sets it at import time). Only their calls can carry a
-        policy into other modules."""
+        policy into other modules.
+
+        Computed in passes to a fixed point: each pass judges the flows against the set
+        the last pass found (a summary depends on which imported modules are policy
+        modules), until a pass finds that set again. The answer is the same whatever
+        the project store holds: stored summaries are used only where they hold against
+        the set of the pass (the store keeps a few variants of each, `MAX_VARIANTS`)."""
         if self._policy_modules is None:
-            found: set[str] = set()
-            self._policy_modules = found  # grows while it is computed (see `exit_of`)
-            self._growing = True
-            try:
-                queue = sorted(m for m, p in self.path_of.items() if not self.scan(p).test and self.scan(p).sets_policy)
-                found.update(queue)
-                while queue:
-                    module = queue.pop(0)
-                    importers = [i for i in sorted(self.importers_of(module)) if i not in found and not self.is_test(i)]
-                    if not importers:
-                        continue  # nobody to carry its policy to: its summary is not needed here
-                    flow = self._flow(module)
-                    if flow is None:
-                        continue
-                    names = {key.split(".")[0].split("#")[0] for key, f in flow.functions.items() if f.effect != frozenset({ENTRY})}
-                    at_import = flow.exit != frozenset({ENTRY})
-                    if not names and not at_import:
-                        continue
-                    for importer in importers:
-                        text = self.text(self.path_of[importer]) or ""
-                        if at_import or any(name in text for name in names):
-                            found.add(importer)
-                            queue.append(importer)
-                            self._summaries.pop(importer, None)
-            finally:
-                self._growing = False
+            seeds = sorted(m for m, p in self.path_of.items() if not self.scan(p).test and self.scan(p).sets_policy)
+            known = set(seeds)
+            for attempt in range(MAX_PASSES):
+                self._policy_modules = known  # what `import_effect`/`exit_of` judge by in this pass
+                found = self._grow(seeds)
+                if found == known:
+                    break
+                # The last passes take the union: the loop ends even if a pass drops a module.
+                known = found if attempt < MAX_PASSES - 2 else found | known
+                self._drop_stale_summaries()
             self._drop_stale_summaries()
         return self._policy_modules
 
+    def _grow(self, seeds: list[str]) -> set[str]:
+        """One pass: the seeds and, upwards, their importers that call what changes the policy."""
+        found = set(seeds)
+        queue = list(seeds)
+        while queue:
+            module = queue.pop(0)
+            importers = [i for i in sorted(self.importers_of(module)) if i not in found and not self.is_test(i)]
+            if not importers:
+                continue  # nobody to carry its policy to: its summary is not needed here
+            flow = self._flow(module)
+            if flow is None:
+                continue
+            names = {key.split(".")[0].split("#")[0] for key, f in flow.functions.items() if f.effect != frozenset({ENTRY})}
+            at_import = flow.exit != frozenset({ENTRY})
+            if not names and not at_import:
+                continue
+            for importer in importers:
+                text = self.text(self.path_of[importer]) or ""
+                if at_import or any(name in text for name in names):
+                    found.add(importer)
+                    queue.append(importer)
+        return found
+
     def _drop_stale_summaries(self) -> None:
-        """Summaries built while `policy_modules` was still growing saw a smaller set (an
+        """Summaries built in an earlier pass of `policy_modules` saw a smaller set (an
         import of a module found later had no effect yet): drop those whose inputs changed,
         until none do (each rebuild can change what others were built from)."""
         changed = True
@@ -535,28 +549,27 @@ class ProjectIndex:
         return self._summaries[module]
 
     def _stored_summary(self, module: str, path: str) -> dict | None:
+        """The module's summary: a stored variant that holds against the project as it is
+        now (what it relied on in other modules is unchanged), else built and stored."""
         from mplint.facts.summary import SUMMARY_VERSION
 
         entry, text = self._entry(path)
-        stored = entry.get("summary")
-        # While `policy_modules` grows, a stored summary's deps cannot be judged yet (they
-        # were recorded against the whole set): it is taken, and `_drop_stale_summaries`
-        # judges it once the set is complete. Judged now, it would be rebuilt on every run.
-        if text is None and isinstance(stored, dict) and stored.get("version") == SUMMARY_VERSION \
-                and (self._growing or self._deps_hold(module, stored.get("deps", {}))):
-            self._summary_deps[module] = stored.get("deps", {})
-            return stored.get("data")
+        variants = [v for v in entry.get("summaries") or () if isinstance(v, dict) and v.get("version") == SUMMARY_VERSION]
+        for stored in variants:  # an entry holds variants only for the file's current content
+            if self._deps_hold(module, stored.get("deps", {})):
+                self._summary_deps[module] = stored.get("deps", {})
+                return stored.get("data")
         if text is None:
             text = self.text(path)
         if text is None:
             return None
         built = self._build_summary(module, path, text)
-        if built:
-            self._summary_deps[module] = built[1]
+        data, deps = built if built else (None, {})
+        self._summary_deps[module] = deps
         if path not in self._overlay:
-            entry["summary"] = {"version": SUMMARY_VERSION, "data": built[0], "deps": built[1]} if built else None
+            entry["summaries"] = [*variants, {"version": SUMMARY_VERSION, "data": data, "deps": deps}][-MAX_VARIANTS:]
             self.store.touched()
-        return built[0] if built else None
+        return data
 
     def _build_summary(self, module: str, path: str, text: str) -> tuple[dict, dict] | None:
         from mplint.facts.module import ModuleFacts
@@ -631,6 +644,22 @@ class ProjectIndex:
         if flow is None or found[1] not in flow.functions:
             return None
         return flow.functions[found[1]].effect
+
+    def unsolved(self) -> bool:
+        """Whether a module that sets a policy (tests aside) has no summary stored for
+        its content: a project whose solution costs summaries to compute (a cold store)."""
+        for path in self.paths:
+            scan = self.scan(path)
+            if scan.test or not scan.sets_policy:
+                continue
+            module = self.module_of.get(path)
+            if module is None or not (self.imports_of(module) or any(not self.is_test(m) for m in self.importers_of(module))):
+                continue  # it runs no other module and none runs it: the solution needs no summary of it
+            stat = self._stat(path)
+            entry = self.store.entry(self._relpath(path), stat) if stat is not None else None
+            if entry is None or not entry.get("summaries"):
+                return True
+        return False
 
     def solve(self) -> None:
         """Compute the project-wide policy solution now (before worker processes fork)."""
@@ -720,8 +749,8 @@ class ProjectIndex:
             for state in (*external.sites.values(), *external.constructions.values(), external.after):
                 names |= state
         carriers: set[str] = set()
-        text = None
-        for imported in self.imports_of(module):
+        calls = None
+        for imported in sorted(self.imports_of(module)):  # in order: which one carries a policy depends on it
             if imported in self.policy_modules:
                 flow = self._flow(imported)
                 if flow is None:
@@ -735,10 +764,10 @@ class ProjectIndex:
                     selector = any(not n.startswith(("mixed_", "<")) for n in function.effect)
                     # Only the functions this module calls carry their policy here (a `main()`
                     # that sets it, next to the helpers it imports, does not).
-                    if text is None:
-                        text = code_only(self.text(self.path_of[module]) or "")
                     name = key.split(".")[0].split("#")[0]
-                    if re.search(rf"\b{re.escape(name)}\s*\(", text):
+                    if calls is None:
+                        calls = self._calls_in(module)
+                    if name in calls:
                         if selector:
                             # `float16 -> mixed_float16, ..., float32 -> float32`: which policy
                             # it sets is its caller's argument, not a fact of the project.
@@ -760,6 +789,14 @@ class ProjectIndex:
         setters = sorted(os.path.relpath(self.path_of[m]) for m in carriers
                          if m != module and self.scan(self.path_of[m]).sets_policy)
         return mixed, tuple(setters)
+
+    def _calls_in(self, module: str) -> "frozenset[str] | _CallsInText":
+        """The names `module`'s code calls (its table); for a module Python cannot
+        parse, its text with comments and strings blanked, searched for `name(`."""
+        table = self.table(module)
+        if table is not None:
+            return frozenset(table["called"])
+        return _CallsInText(code_only(self.text(self.path_of[module]) or ""))
 
     def policy_selectors(self, module: str) -> tuple[list[str], frozenset[str]]:
         """(the project functions `module` calls that set a mixed policy or float32 as their
@@ -936,6 +973,13 @@ class ProjectIndex:
 
     def save(self) -> str | None:
         return self.store.save()
+
+
+class _CallsInText(str):
+    """`name in calls` for a module without a table: a call of `name` in its blanked text."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and re.search(rf"\b{re.escape(name)}\s*\(", self) is not None
 
 
 class ModuleContext:

@@ -5,7 +5,8 @@ functions and classes it defines (with the parameters of each function, named li
 `mplint.facts.call_graph` names them: `build`, `Trainer.train_step`,
 `main.<locals>.step`), its constants (module-level names and `Class.ATTR` bound once to
 a literal, or to a dict/list/tuple of literals) and the defaults of the absl flags it
-defines. A module that does not parse has no table (its facts are skipped).
+defines, and the names it calls (`f(...)`, `x.f(...)`: the last name). A module that does
+not parse has no table (its facts are skipped).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ def build_table(text: str) -> dict[str, Any] | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    table: dict[str, Any] = {"imports": {}, "stars": [], "definitions": {}, "functions": {}, "constants": {}, "flags": {}}
+    table: dict[str, Any] = {"imports": {}, "stars": [], "definitions": {}, "functions": {}, "constants": {}, "flags": {},
+                             "called": []}
+    called: set[str] = set()
     _walk_definitions(tree.body, [], table, set())
     assigned: dict[str, int] = {}
     for node in ast.walk(tree):
@@ -42,6 +45,11 @@ def build_table(text: str) -> dict[str, Any] | None:
                     table["imports"][alias.asname or alias.name] = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
         elif isinstance(node, ast.Call):
             _flag(node, table["flags"])
+            func = node.func
+            if isinstance(func, ast.Name):
+                called.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                called.add(func.attr)
     for statement in tree.body:
         for name, value in _assignments(statement):
             assigned[name] = assigned.get(name, 0) + 1
@@ -54,6 +62,7 @@ def build_table(text: str) -> dict[str, Any] | None:
     for name, count in assigned.items():
         if count > 1 or name in table["imports"]:
             table["constants"].pop(name, None)
+    table["called"] = sorted(called)
     return table
 
 

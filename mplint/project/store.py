@@ -16,7 +16,7 @@ from typing import Any
 from mplint import __version__
 from mplint.inputs.cache import CACHE_DIR, file_digest, write_json
 
-STORE_VERSION = "4"  # 4: a policy setter is a call in the parse (scan.sets_policy)
+STORE_VERSION = "6"  # 6: summary variants; 5: tables list the names a module calls; 4: a policy setter is a call in the parse
 
 
 class Store:
@@ -54,6 +54,13 @@ class Store:
         self.entries[relpath] = entry
         self._dirty = True
         return entry
+
+    def adopt(self, entries: dict[str, dict[str, Any]]) -> None:
+        """Entries derived by another process from the same files (a parallel solve,
+        mplint.project.parallel_solve): taken as if read from disk; an entry is kept
+        only where it names the file as it is now (its size and time)."""
+        self.entries.update(entries)
+        self._dirty = True
 
     def touched(self) -> None:
         self._dirty = True
