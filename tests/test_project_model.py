@@ -145,6 +145,31 @@ def test_a_kept_index_refreshed_from_disk_answers_like_a_fresh_one(tmp_path: Pat
     assert index.changed_files() is None and not index.refresh()  # the caller builds a new index
 
 
+def test_the_policy_facts_do_not_depend_on_hash_order_or_the_store(tmp_path: Path) -> None:
+    """Which modules bring a policy in (and so a file's cache key and messages) is the same
+    in every process (string hashing is randomised per process) and whatever the project
+    store holds."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "flags.py").write_text(
+        "import tensorflow as tf\ndef set_flags():\n    tf.keras.mixed_precision.set_global_policy('mixed_float16')\n")
+    (tmp_path / "driver.py").write_text(
+        "import tensorflow as tf\nclass Driver:\n    def __init__(self, fp16):\n"
+        "        tf.keras.mixed_precision.set_global_policy('mixed_float16' if fp16 else 'float32')\n")
+    (tmp_path / "helpers.py").write_text("import tensorflow as tf\ndef helper():\n    return 1\n")
+    (tmp_path / "inspect_model.py").write_text(
+        "from flags import set_flags\nfrom driver import Driver\nfrom helpers import helper\n"
+        "set_flags()\nDriver(True)\nhelper()\n")
+    script = ("import sys; from mplint.project.index import ProjectIndex; i = ProjectIndex(sys.argv[1]); "
+              "print(i.mixed_policies('inspect_model')); i.save()")
+    answers = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONHASHSEED=seed), check=True)
+        answers.add(proc.stdout)
+    assert len(answers) == 1, answers
+    assert "flags.py" in answers.pop()
+
+
 def test_files_outside_the_checked_paths_are_read_never_reported_or_fixed(cli, tmp_path: Path) -> None:
     root = _copy(FIXTURES / "projects" / "policy_from_script", tmp_path)
     before = {p: p.read_bytes() for p in root.rglob("*.py")}
