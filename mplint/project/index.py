@@ -88,6 +88,7 @@ class ProjectIndex:
         # float32 included, by their argument (their mixed policy is not a project fact).
         self._selectors: dict[str, tuple[list[str], frozenset[str]]] = {}
         self._target: object = _UNSET
+        self._key_stats: dict[str, tuple[int, int] | None] = {}  # see `_key_stat`
 
     @classmethod
     def for_path(cls, path: str, *, cache: bool = True, assumed_for: Callable[[str], str | None] | None = None,
@@ -133,6 +134,7 @@ class ProjectIndex:
     def changed_files(self) -> list[str] | None:
         """The files whose content changed since this index read them (a file only
         touched gets its new time recorded); None when files were added or removed."""
+        self._key_stats.clear()
         files = project_files(self.root)
         if files.paths != self.paths or self._overlay:
             return None
@@ -178,6 +180,7 @@ class ProjectIndex:
                 if path.endswith("__init__.py"):
                     self.packages.add(module)
         self._texts.pop(path, None)
+        self._key_stats.clear()
         old = self._scans.pop(path, None)
         new = self.scan(path)
         self._resolved.clear()
@@ -216,6 +219,13 @@ class ProjectIndex:
             return False
         new_summary = self.summary(module)
         return new_summary is not None and new_summary["flow"] == old_summary["flow"]
+
+    def _key_stat(self, path: str) -> tuple[int, int] | None:
+        """A file's stat for cache keys, once per run (a module is related to many files:
+        a whole-tree run asked again for each); forgotten on any edit or refresh."""
+        if path not in self._key_stats:
+            self._key_stats[path] = self._stat(path)
+        return self._key_stats[path]
 
     def _relpath(self, path: str) -> str:
         return os.path.relpath(path, self.root)
@@ -963,7 +973,7 @@ class ProjectIndex:
             parts.append(repr(sorted(external.after)))
         for other in sorted(related):
             other_path = self.path_of[other]
-            parts.append(f"{other}:{self._overlay.get(other_path, '') and hash(self._overlay[other_path])}:{self._stat(other_path)}")
+            parts.append(f"{other}:{self._overlay.get(other_path, '') and hash(self._overlay[other_path])}:{self._key_stat(other_path)}")
         return "|".join(parts)
 
 
