@@ -50,7 +50,7 @@ from mplint.catalogue.rule import (
     ReplaceText,
     Report,
 )
-from mplint.inputs import parsed_once
+from mplint.analysis import parsed_once
 from mplint.inputs.source import Document
 
 if TYPE_CHECKING:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from mplint.inputs.cache import Cache, Scan, file_digest, file_stat, findings_key
 from mplint.core.codes import all_codes
-from mplint.inputs.config import ConfigResolver, FileSettings
+from mplint.inputs.config import ConfigResolver, FileSettings, assumed_policy_for
 from mplint.core.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Severity
 from mplint.inputs.discovery import Found, PathProblem, discover, virtual_file
 from mplint.core.gc_pause import paused_gc
 from mplint.engine.prefilter import may_need_parse, mentions_keras, needs_parse, worth_parsing
-from mplint.inputs import parsed_once
+from mplint.analysis import parsed_once
 from mplint.inputs.documents import load_document
 from mplint.inputs.source import FileTooLarge, SourceError, atomic_write, read_bytes
 
@@ -307,7 +307,7 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
     cache = Cache(found[0].settings.root) if options.cache and found and stdin is None else None
     # Pass 0: the project index of each project the files belong to (cross-file facts:
     # a file is judged the same whether it is checked alone or with its project). A
-    # module it parses that the engine checks next keeps its tree (mplint.inputs.parsed_once).
+    # module it parses that the engine checks next keeps its tree (mplint.analysis.parsed_once).
     parsed_once.expect([item.path for item in found if item.data is None])
     with paused_gc():  # see mplint.core.gc_pause
         projects = _project_indexes(found, resolver, options)
@@ -430,16 +430,6 @@ def _read(item: Found) -> bytes | FileResult:
     except OSError as exc:
         result.problems.append(PathProblem(item.path, f"cannot read: {exc.strerror or exc}"))
     return result
-
-
-def assumed_policy_for(resolver: ConfigResolver) -> Callable[[str], str | None]:
-    """The policy the configuration assumes for a path (`assume-policy`), or None."""
-
-    def assumed_for(path: str) -> str | None:
-        settings = resolver.for_path(path)
-        return settings.assumed_policy(settings.relpath(path)) if settings.assume_policy else None
-
-    return assumed_for
 
 
 def _project_indexes(found: list[Found], resolver: ConfigResolver, options: RunOptions) -> dict[str, "ProjectIndex | None"]:

@@ -199,7 +199,7 @@ def _kept_projects() -> list[str]:
 
 
 def _forget_trees() -> None:
-    from mplint.inputs import parsed_once
+    from mplint.analysis import parsed_once
 
     parsed_once.forget()
 

@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from mplint.core.selection import is_enabled, parse_codes, unknown_codes
 
@@ -289,6 +289,16 @@ def _config_in(folder: str) -> str | None:
         if b"[tool.mplint" in head or b"tool.mplint" in head:
             return candidate
     return None
+
+
+def assumed_policy_for(resolver: "ConfigResolver") -> Callable[[str], str | None]:
+    """The policy the configuration assumes for a path (`assume-policy`), or None."""
+
+    def assumed_for(path: str) -> str | None:
+        settings = resolver.for_path(path)
+        return settings.assumed_policy(settings.relpath(path)) if settings.assume_policy else None
+
+    return assumed_for
 
 
 class ConfigResolver:

@@ -585,7 +585,7 @@ class ProjectIndex:
         from mplint.facts.module import ModuleFacts
         from mplint.facts.summary import build_summary
         from mplint.core.gc_pause import paused_gc
-        from mplint.inputs import parsed_once
+        from mplint.analysis import parsed_once
         from mplint.inputs.parsing import parse
 
         try:

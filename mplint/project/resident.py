@@ -6,7 +6,7 @@ server brings the index of each project the command's files belong to up to date
 was derived from them is dropped and rebuilt (`ProjectIndex.refresh`), then the
 project's policies are solved. The command then finds that index current
 (`ProjectIndex.serves`) instead of reading the project store again, and the trees the
-refresh parsed for the files it checks (`mplint.inputs.parsed_once`). The answer is the
+refresh parsed for the files it checks (`mplint.analysis.parsed_once`). The answer is the
 same as a fresh index's: the index is used only from the same working folder and with
 the same assumed policies, and any doubt (files added or removed, an error) builds a
 fresh one.
@@ -48,9 +48,8 @@ def is_project(folder: str) -> bool:
 def warm(paths: list[str], cwd: str) -> None:
     """Refresh (or build) and solve the index of each project holding `paths`, as the
     command about to run from `cwd` would see it."""
-    from mplint.engine.runner import assumed_policy_for
-    from mplint.inputs import parsed_once
-    from mplint.inputs.config import ConfigResolver
+    from mplint.analysis import parsed_once
+    from mplint.inputs.config import ConfigResolver, assumed_policy_for
     from mplint.project import index as index_module
     from mplint.project.index import ProjectIndex
 
@@ -83,7 +82,7 @@ def refresh_kept(cwd: str) -> list[str]:
     """Between commands: bring every kept index up to date with the disk, so the next
     command finds the files edited meanwhile already read (their new trees kept for it).
     Returns the files that changed."""
-    from mplint.inputs import parsed_once
+    from mplint.analysis import parsed_once
     from mplint.project import index as index_module
 
     changed: list[str] = []
