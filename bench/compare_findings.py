@@ -11,7 +11,7 @@ the first differences.
     python bench/compare_findings.py --save /tmp/after --against /tmp/before /work/corpus/*
 
 `--source DIR` runs a snapshot instead of the installed mplint (DIR holds `mplint/` and
-`mplint_rules/`, e.g. `git archive main mplint rules`, with rules/ renamed).
+`mplint_rules/`: `bench/snapshot.py` makes one from a git ref).
 """
 
 from __future__ import annotations

@@ -145,23 +145,24 @@ class OutputFix:
             return None
         if (not linear and layer.qualified not in SPLITTABLE_ACTIVATION) or get_arg(ctor, None, "name") is not None:
             return None  # a named layer names the model's output: a layer after it would rename it
-        if linear:
-            arg = None
-            if not self._referenced_once():
-                return None
-        else:
+        arg = activation = None
+        if not linear:
             arg = get_arg(ctor, 1 if layer.short_name == "Dense" else None, "activation")
             if arg is None or (arg.keyword is None and positional(ctor)[-1] is not arg):
                 return None  # removing it would shift the positional arguments after it
-            if self._activation_text(arg.value) is None or not self._referenced_once():
+            activation = self._activation_text(arg.value)
+            if activation is None:
                 return None
+        if not self._referenced_once():
+            return None
         spelling = self._activation_class()
         if spelling is None:
             return None
         activation_class, import_changes = spelling
         quoted = arg.value if arg is not None and isinstance(arg.value, cst.SimpleString) else self._string_argument(ctor)
         quote = quote_like(quoted, "float32")
-        activation = quote_like(quoted, "linear").value if arg is None else self._activation_text(arg.value)
+        if activation is None:
+            activation = quote_like(quoted, "linear").value
         new_layer = f"{activation_class}({activation}, dtype={quote.value})"
         new_ctor = ctor if arg is None else without_arg(ctor, arg)
         if self.output.slot is not None:

@@ -16,9 +16,9 @@ roots, pins, installed versions) live and die in its child. What the server keep
 the project index of the projects its commands check (mplint.project.resident): before
 it forks a command, it refreshes that index from the files on disk (by content hash),
 so the command pays for the files edited since the last one, not for the project; it
-warms the project it was started in before its first command. The server declines a command (the client then runs it
-itself) once mplint's code has changed since it started, and exits after
-`--idle-minutes` without a command.
+warms the project it was started in before its first command. The server declines a
+command (the client then runs it itself) once mplint's code has changed since it
+started, and exits after `--idle-minutes` without a command.
 """
 
 from __future__ import annotations
@@ -182,7 +182,6 @@ def _as_client(cwd: str, env: dict, work) -> None:
         work()
     except Exception:
         resident.forget()
-        _forget_trees()
     finally:
         os.environ.clear()
         os.environ.update(saved_env)

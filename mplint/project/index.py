@@ -119,41 +119,30 @@ class ProjectIndex:
         ask = assumed_for or (lambda path: None)
         return all(ask(path) == answer for path, answer in self._assumed_answers.items())
 
-    def refresh(self) -> bool:
+    def refresh(self) -> list[str] | None:
         """Bring the index up to date with the files on disk, as a fresh index would see
         them: a file whose size or time changed is read, and if its content (hash)
-        changed, what was derived from it is dropped (`set_text`). False when files
-        were added or removed: the caller builds a new index."""
-        changed = self.changed_files()
-        if changed is None:
-            return False
-        for path in changed:
-            self.set_text(path, None)
-        return True
-
-    def changed_files(self) -> list[str] | None:
-        """The files whose content changed since this index read them (a file only
-        touched gets its new time recorded); None when files were added or removed."""
+        changed, what was derived from it is dropped (`set_text`). Returns the files
+        that changed; None when files were added or removed (the caller builds a new
+        index)."""
         self._key_stats.clear()
-        files = project_files(self.root)
-        if files.paths != self.paths or self._overlay:
+        if project_files(self.root).paths != self.paths or self._overlay:
             return None
-        from mplint.inputs.cache import file_digest
-
         changed = []
         for path in self.paths:
-            entry = self.store.entries.get(self._relpath(path))
+            relpath = self._relpath(path)
+            entry = self.store.entries.get(relpath)
             if entry is None:
                 continue  # nothing was derived from it yet
             stat = self._stat(path)
-            if stat is not None and entry.get("stat") == list(stat):
+            if stat is not None and self.store.entry(relpath, stat) is not None:
                 continue
             data = self._read(path) if stat is not None else None
-            if data is not None and entry.get("hash") == file_digest(data):
-                entry["stat"] = list(stat)  # touched, not changed: everything derived still holds
-                self.store.touched()
-                continue
+            if data is not None and self.store.fresh(relpath, stat, data) is entry:
+                continue  # touched, same content: the store kept the entry and took the new time
             changed.append(path)
+        for path in changed:
+            self.set_text(path, None)
         return changed
 
     # -- reading files -------------------------------------------------------------------
@@ -777,7 +766,7 @@ class ProjectIndex:
                     name = key.split(".")[0].split("#")[0]
                     if calls is None:
                         calls = self._calls_in(module)
-                    if name in calls:
+                    if calls(name):
                         if selector:
                             # `float16 -> mixed_float16, ..., float32 -> float32`: which policy
                             # it sets is its caller's argument, not a fact of the project.
@@ -800,13 +789,14 @@ class ProjectIndex:
                          if m != module and self.scan(self.path_of[m]).sets_policy)
         return mixed, tuple(setters)
 
-    def _calls_in(self, module: str) -> "frozenset[str] | _CallsInText":
-        """The names `module`'s code calls (its table); for a module Python cannot
-        parse, its text with comments and strings blanked, searched for `name(`."""
+    def _calls_in(self, module: str) -> Callable[[str], bool]:
+        """Whether `module`'s code calls a name: the names its table lists; for a module
+        Python cannot parse, `name(` in its text with comments and strings blanked."""
         table = self.table(module)
         if table is not None:
-            return frozenset(table["called"])
-        return _CallsInText(code_only(self.text(self.path_of[module]) or ""))
+            return frozenset(table["called"]).__contains__
+        text = code_only(self.text(self.path_of[module]) or "")
+        return lambda name: re.search(rf"\b{re.escape(name)}\s*\(", text) is not None
 
     def policy_selectors(self, module: str) -> tuple[list[str], frozenset[str]]:
         """(the project functions `module` calls that set a mixed policy or float32 as their
@@ -983,13 +973,6 @@ class ProjectIndex:
 
     def save(self) -> str | None:
         return self.store.save()
-
-
-class _CallsInText(str):
-    """`name in calls` for a module without a table: a call of `name` in its blanked text."""
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and re.search(rf"\b{re.escape(name)}\s*\(", self) is not None
 
 
 class ModuleContext:

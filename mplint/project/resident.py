@@ -2,8 +2,9 @@
 
 A command forked from the server inherits the server's memory. Before it forks, the
 server brings the index of each project the command's files belong to up to date
-(`warm`): files whose content changed since the last command are read again, and what
-was derived from them is dropped and rebuilt (`ProjectIndex.refresh`), then the
+(`warm`; while idle, `refresh_kept`): files whose content changed since the last
+command are read again, and what was derived from them is dropped and rebuilt
+(`ProjectIndex.refresh`), then the
 project's policies are solved. The command then finds that index current
 (`ProjectIndex.serves`) instead of reading the project store again, and the trees the
 refresh parsed for the files it checks (`mplint.analysis.parsed_once`). The answer is the
@@ -15,8 +16,12 @@ fresh one.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from mplint.project.layout import MARKERS, project_root
+
+if TYPE_CHECKING:
+    from mplint.project.index import ProjectIndex
 
 MAX_PROJECTS = 4  # warmed per command: a pre-commit run or an editor names a few files
 
@@ -67,49 +72,47 @@ def warm(paths: list[str], cwd: str) -> None:
         index = index_module._INDEXES.get((root, True))
         if index is not None:
             index.current = False
-        if index is None or index.cwd != cwd or not index.refresh():
+        if index is None or index.cwd != cwd or index.refresh() is None:
             index = ProjectIndex(root, cache=True, assumed_for=assumed_for)
             index_module._INDEXES[(root, True)] = index
         index.assumed_for = assumed_for
-        index.solve()
-        for path in files:  # what the command asks of the index for each file it names
-            if os.path.abspath(path) in index.module_of:
-                index.dependency_key(path)
-        index.current = True
+        _answer_for(index, files)
 
 
-def refresh_kept(cwd: str) -> list[str]:
+def refresh_kept(cwd: str) -> None:
     """Between commands: bring every kept index up to date with the disk, so the next
-    command finds the files edited meanwhile already read (their new trees kept for it).
-    Returns the files that changed."""
+    command finds the files edited meanwhile already read (their new trees kept for it)."""
     from mplint.analysis import parsed_once
     from mplint.project import index as index_module
 
-    changed: list[str] = []
     os.chdir(cwd)
     for key, index in list(index_module._INDEXES.items()):
         if not index.current or index.cwd != cwd:
             continue
-        edited = index.changed_files()
+        index.current = False
+        edited = index.refresh()
         if edited is None:  # files added or removed: the next command builds it again
             del index_module._INDEXES[key]
             continue
-        if not edited:
-            continue
         parsed_once.expect(edited)
-        index.current = False
-        index.refresh()
-        index.solve()
-        for path in edited:
-            if path in index.module_of:
-                index.dependency_key(path)
-        index.current = True
-        changed.extend(edited)
-    return changed
+        _answer_for(index, edited)
+
+
+def _answer_for(index: "ProjectIndex", files: list[str]) -> None:
+    """Solve the project and what a command asks of it for each of `files`; then the
+    index is current for that command."""
+    index.solve()
+    for path in files:
+        if os.path.abspath(path) in index.module_of:
+            index.dependency_key(path)
+    index.current = True
 
 
 def forget() -> None:
-    """Drop every kept index (after an error while warming: the next command builds its own)."""
+    """Drop every kept index and tree (after an error while warming: the next command
+    builds its own)."""
+    from mplint.analysis import parsed_once
     from mplint.project import index as index_module
 
     index_module._INDEXES.clear()
+    parsed_once.forget()

@@ -57,8 +57,8 @@ class Store:
 
     def adopt(self, entries: dict[str, dict[str, Any]]) -> None:
         """Entries derived by another process from the same files (a parallel solve,
-        mplint.project.parallel_solve): taken as if read from disk; an entry is kept
-        only where it names the file as it is now (its size and time)."""
+        mplint.project.parallel_solve), taken as if read from disk: `entry` uses one only
+        while its size and time match the file."""
         self.entries.update(entries)
         self._dirty = True
 
