@@ -229,3 +229,23 @@ def test_a_policy_chosen_by_a_selectors_argument_is_assumed(cli, tmp_path):
     write(root / "train.py", "from amp import enable\n" + (root / "train.py").read_text() + "\nenable()\n")
     (finding,) = _json(cli, ["."], root)
     assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"
+
+
+def test_a_library_whose_only_float16_is_the_graph_rewrite_is_assumed(cli, tmp_path):
+    """A library's layer code runs under its users' policy only where the project names a
+    float16 Keras policy; the grappler rewrite (which keeps log and softmax in float32) or a
+    comment quoting `mixed_float16` is not one. A test that sets the policy makes it one."""
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "projects" / "library_with_only_the_graph_rewrite",
+                    root, ignore=shutil.ignore_patterns("expected.txt"))
+    assert _json(cli, ["."], root) == []
+    (finding,) = _json(cli, ["--extended", "."], root)
+    premise = _premise(finding, "policy")
+    assert finding["code"] == "MP502" and finding["tier"] == "extended"
+    assert premise["status"] == "assumed" and "graph rewrite" in premise["evidence"]
+    write(root / "tests" / "test_layers.py", "import tensorflow as tf\n\n\ndef test_mixed():\n"
+          "    tf.keras.mixed_precision.set_global_policy('mixed_float16')\n")
+    (finding,) = _json(cli, ["."], root)
+    assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"

@@ -76,6 +76,10 @@ def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
 
     project = facts.project
     library = is_library_module(facts.path)
+    if library and project is not None and project.float16_only_from_the_graph_rewrite():
+        return Premise(POLICY, "mixed_float16", Status.ASSUMED,
+                       "library code of a project whose float16 is the graph rewrite, not a Keras policy (the "
+                       "rewrite keeps exp, log and softmax in float32)")
     if library and (project is None or project.mentions_float16()):
         return Premise(POLICY, "mixed_float16", Status.INFERRED,
                        "a library's layer code runs under its users' policy, and its project uses mixed_float16")

@@ -731,6 +731,12 @@ class ProjectIndex:
         scans = [self.scan(path) for path in self.paths]
         return any(s.float16 for s in scans) or not any(s.bfloat16 for s in scans)
 
+    def float16_only_from_the_graph_rewrite(self) -> bool:
+        """Whether the project's float16 is the graph rewrite: some file turns it on, and
+        no file (code, tests or notebooks) names a float16 Keras policy."""
+        scans = [self.scan(path) for path in self.paths]
+        return any(s.graph_rewrite for s in scans) and not any(s.float16_policy for s in scans)
+
     def mentions_mixed_precision(self) -> bool:
         """Whether any file of the project names a mixed-precision API or policy."""
         if self._mentions_mixed_precision is None:
@@ -1029,6 +1035,9 @@ class ModuleContext:
 
     def mentions_float16(self) -> bool:
         return True if self._record else self.index.mentions_float16()
+
+    def float16_only_from_the_graph_rewrite(self) -> bool:
+        return False if self._record else self.index.float16_only_from_the_graph_rewrite()
 
     def importers(self) -> tuple[str, ...]:
         if self._record:

@@ -28,6 +28,12 @@ _BACKEND = re.compile(r"""KERAS_BACKEND['"]?\s*(?:\]\s*=|,)\s*['"](\w+)['"]""")
 _MIXED_PRECISION_WORDS = ("mixed_float16", "mixed_bfloat16", "mixed_precision", "LossScaleOptimizer",
                           "set_dtype_policy", "auto_mixed_precision", "AUTO_MIXED_PRECISION")
 _FLOAT16_WORDS = re.compile(r"mixed_float16|LossScale|(?<!b)float16|AUTO_MIXED_PRECISION|graph_rewrite")
+# A float16 Keras policy (or float16 variables): what makes layer code compute in float16.
+# The graph rewrite (`auto_mixed_precision`) and a loss-scale optimizer alone do not: the
+# rewrite keeps the numerically sensitive ops (exp, log, softmax, reductions) in float32.
+_FLOAT16_POLICY = re.compile(
+    r"mixed_float16|\b(?:set_floatx|Policy|DTypePolicy|set_global_policy|set_policy|set_dtype_policy)\(\s*['\"]float16['\"]")
+_GRAPH_REWRITE = re.compile(r"auto_mixed_precision|AUTO_MIXED_PRECISION|mixed_precision_graph_rewrite")
 _FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
 
 
@@ -46,6 +52,8 @@ class FileScan:
     mixed_precision: bool = False  # names a mixed-precision API or policy
     float16: bool = False  # names float16 mixed precision (mixed_float16, a LossScaleOptimizer)
     bfloat16: bool = False  # names bfloat16
+    float16_policy: bool = False  # names a float16 Keras policy (`mixed_float16`, `set_floatx("float16")`)
+    graph_rewrite: bool = False  # names the float16 graph rewrite (`auto_mixed_precision`, `..._graph_rewrite`)
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -62,13 +70,14 @@ def scan_text(text: str, path: str) -> FileScan:
     scan = FileScan(test=is_test_file(path))
     if "import" in text:
         scan.imports = _imports(text)
+    parsed = _Parsed(text)
     if "mixed_" in text and "polic" in text:
         # A module that sets a mixed policy (the policy named in it, possibly through a
         # variable), and is not the framework's own implementation of the setter.
         # Comments and strings never count: a docstring that says "call
         # set_global_policy('mixed_float16')" sets nothing.
         scan.sets_policy = _SETS_POLICY.search(text) is not None and _DEFINES_SETTER.search(text) is None \
-            and _calls_a_setter(text)
+            and _calls_a_setter(parsed)
     scan.legacy_keras = sets_legacy_keras(text)
     scan.tf_keras = "tf_keras" in text and _TF_KERAS.search(text) is not None
     scan.keras2_only = ("optimizers.legacy" in text or "tensorflow_addons" in text) and _KERAS2_ONLY.search(text) is not None
@@ -81,27 +90,74 @@ def scan_text(text: str, path: str) -> FileScan:
     scan.mixed_precision = any(word in text for word in _MIXED_PRECISION_WORDS)
     scan.float16 = scan.mixed_precision and _FLOAT16_WORDS.search(text) is not None
     scan.bfloat16 = "bfloat16" in text
+    scan.float16_policy = scan.float16 and _FLOAT16_POLICY.search(text) is not None and _names_float16_policy(parsed)
+    scan.graph_rewrite = scan.float16 and _GRAPH_REWRITE.search(text) is not None
     return scan
 
 
 _SETTERS = frozenset({"set_global_policy", "set_dtype_policy", "set_policy", "policy_scope"})
 
 
-def _calls_a_setter(text: str) -> bool:
+class _Parsed:
+    """The module's `ast` tree, parsed on first use and at most once per scan (None where
+    it does not parse)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._tree: object = False
+
+    @property
+    def tree(self):
+        if self._tree is False:
+            import ast
+
+            try:
+                self._tree = ast.parse(self.text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._tree = None
+        return self._tree
+
+
+def _calls_a_setter(parsed: _Parsed) -> bool:
     """Whether the module's code calls a policy setter (Python's parser: a call, not a
     comment, a docstring or a definition); the blanked-text test where it does not parse."""
     import ast
 
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _SETS_POLICY.search(code_only(text)) is not None
+    tree = parsed.tree
+    if tree is None:
+        return _SETS_POLICY.search(code_only(parsed.text)) is not None
     Call, Name, Attribute = ast.Call, ast.Name, ast.Attribute
     for node in ast.walk(tree):
         if type(node) is Call:
             func = node.func
             kind = type(func)
             if (kind is Name and func.id in _SETTERS) or (kind is Attribute and func.attr in _SETTERS):
+                return True
+    return False
+
+
+_FLOAT16_SETTERS = frozenset({"set_floatx", "Policy", "DTypePolicy", "set_global_policy", "set_policy",
+                              "set_dtype_policy"})
+
+
+def _names_float16_policy(parsed: _Parsed) -> bool:
+    """Whether the module's code names a float16 Keras policy: the string
+    `"mixed_float16"` (a whole string, so never a docstring or a comment), or `"float16"`
+    given to a policy or floatx setter. Where it does not parse, the text without comments
+    and strings decides, which only a policy spelled as a name can match."""
+    import ast
+
+    tree = parsed.tree
+    if tree is None:
+        return _FLOAT16_POLICY.search(code_only(parsed.text)) is not None
+    for node in ast.walk(tree):
+        if type(node) is ast.Constant and node.value == "mixed_float16":
+            return True
+        if type(node) is ast.Call and node.args and type(node.args[0]) is ast.Constant \
+                and node.args[0].value == "float16":
+            func = node.func
+            name = func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else None
+            if name in _FLOAT16_SETTERS:
                 return True
     return False
 
