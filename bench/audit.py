@@ -94,6 +94,8 @@ def run_mplint(repo_dir: str) -> list[dict]:
         [sys.executable, "-m", "mplint", "--no-cache", "--output-format", "json", "--exit-zero", "--extended", "."],
         cwd=repo_dir, capture_output=True, text=True,
     )
+    if proc.returncode not in (0, 1):  # an internal error or a usage error: never an empty run
+        raise SystemExit(f"mplint exited {proc.returncode} in {repo_dir}: {proc.stderr[-2000:]}")
     try:
         return json.loads(proc.stdout or "[]")
     except json.JSONDecodeError:

@@ -294,9 +294,13 @@ def _config_in(folder: str) -> str | None:
 def assumed_policy_for(resolver: "ConfigResolver") -> Callable[[str], str | None]:
     """The policy the configuration assumes for a path (`assume-policy`), or None."""
 
+    answers: dict[str, str | None] = {}  # a project asks again for each of its modules' callers
+
     def assumed_for(path: str) -> str | None:
-        settings = resolver.for_path(path)
-        return settings.assumed_policy(settings.relpath(path)) if settings.assume_policy else None
+        if path not in answers:
+            settings = resolver.for_path(path)
+            answers[path] = settings.assumed_policy(settings.relpath(path)) if settings.assume_policy else None
+        return answers[path]
 
     return assumed_for
 
@@ -311,6 +315,7 @@ class ConfigResolver:
     def __init__(self, explicit: str | None = None, overrides: dict[str, Any] | None = None) -> None:
         self._overrides = overrides or {}
         self._by_folder: dict[str, Settings] = {}
+        self._by_path: dict[str, Settings] = {}
         self._explicit = self._apply(load_config_file(explicit)) if explicit else None
         self._default: Settings | None = None
 
@@ -337,8 +342,11 @@ class ConfigResolver:
     def for_path(self, path: str) -> Settings:
         if self._explicit is not None:
             return self._explicit
-        folder = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path) or ".")
-        return self._for_folder(folder)
+        settings = self._by_path.get(path)
+        if settings is None:  # once per path and run (a stat and a path walk each time otherwise)
+            folder = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+            settings = self._by_path[path] = self._for_folder(folder)
+        return settings
 
     def _for_folder(self, folder: str) -> Settings:
         cached = self._by_folder.get(folder)

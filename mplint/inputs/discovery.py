@@ -40,6 +40,7 @@ class _GitIgnores:
 
     def __init__(self) -> None:
         self._cache: dict[str, object | None] = {}
+        self._roots: dict[str, str | None] = {}
 
     def _load(self, folder: str):
         if folder not in self._cache:
@@ -56,19 +57,26 @@ class _GitIgnores:
             self._cache[folder] = spec
         return self._cache[folder]
 
+    def _git_root(self, folder: str) -> str | None:
+        """The nearest folder at or above `folder` holding `.git` (asked once per folder:
+        a walk asks for every folder of the tree)."""
+        if folder not in self._roots:
+            parent = os.path.dirname(folder)
+            if os.path.isdir(os.path.join(folder, ".git")):
+                self._roots[folder] = folder
+            else:
+                self._roots[folder] = None if parent == folder else self._git_root(parent)
+        return self._roots[folder]
+
     def chain_for(self, folder: str) -> list[tuple[str, object]]:
         """Specs of `folder` and its ancestors up to the git root (or just `folder`)."""
-        folders = []
         current = os.path.abspath(folder)
-        while True:
-            folders.append(current)
-            if os.path.isdir(os.path.join(current, ".git")):
-                break
-            parent = os.path.dirname(current)
-            if parent == current:
-                folders = folders[:1]  # not in a git repository: only the walked tree
-                break
-            current = parent
+        root = self._git_root(current)
+        folders = [current]
+        if root is not None:  # else not in a git repository: only the walked tree
+            while current != root:
+                current = os.path.dirname(current)
+                folders.append(current)
         chain = []
         for item in reversed(folders):
             spec = self._load(item)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mplint.facts.entries import ENTRY, External, module_entry, solve, substitute
 from mplint.facts.project_context import ExternalOptimizer, ExternalValue
-from mplint.project.layout import module_name, project_files, project_root
+from mplint.project.layout import module_name, project_files, project_root, relative_to
 from mplint.project.scan import FileScan, code_only, scan_text
 from mplint.project.store import Store
 
@@ -75,11 +75,14 @@ class ProjectIndex:
         self._tables: dict[str, dict | None] = {}
         self._summaries: dict[str, dict | None] = {}
         self._summary_deps: dict[str, dict] = {}  # what each summary in _summaries was built from
+        self._flows: dict[str, tuple[object, Any]] = {}  # module -> (its summary's flow JSON, the flow read from it)
         self._building: set[str] = set()
         self._importers: dict[str, set[str]] | None = None
         self._folders: set[str] | None = None
         self._imports: dict[str, set[str]] = {}
         self._resolved: dict[tuple[str, str], str | None] = {}
+        self._definitions: dict[str, tuple[str, str, str] | None] = {}
+        self._script_imports: dict[tuple[str, str], str] = {}  # see `_from_script_folder`
         self._policy_modules: set[str] | None = None
         self._mentions_mixed_precision: bool | None = None
         self._solution: tuple[dict, dict] | None = None
@@ -173,6 +176,8 @@ class ProjectIndex:
         old = self._scans.pop(path, None)
         new = self.scan(path)
         self._resolved.clear()
+        self._definitions.clear()
+        self._script_imports.clear()
         self._externals.clear()
         self._target = _UNSET
         self._mentions_mixed_precision = None
@@ -217,7 +222,7 @@ class ProjectIndex:
         return self._key_stats[path]
 
     def _relpath(self, path: str) -> str:
-        return os.path.relpath(path, self.root)
+        return relative_to(self.root, path)
 
     def _stat(self, path: str) -> tuple[int, int] | None:
         try:
@@ -363,6 +368,13 @@ class ProjectIndex:
         first = name.partition(".")[0]
         if not name or first in self.path_of or "." not in module:
             return name
+        key = (module, name)
+        found = self._script_imports.get(key)
+        if found is None:
+            found = self._script_imports[key] = self._from_a_folder(module, name, first)
+        return found
+
+    def _from_a_folder(self, module: str, name: str, first: str) -> str:
         sibling = f"{module if module in self.packages else module.rpartition('.')[0]}.{name}"
         if f"{sibling[: len(sibling) - len(name)]}{first}" in self.path_of:
             return sibling
@@ -606,13 +618,28 @@ class ProjectIndex:
         return True
 
     def _flow(self, module: str):
+        """The module's policy flow, read from its summary once per summary (the solution
+        and each module's premises ask again; a new summary is a new object)."""
         from mplint.facts.summary import flow_from_json
 
         summary = self.summary(module)
-        return flow_from_json(summary["flow"]) if summary is not None else None
+        if summary is None:
+            return None
+        kept = self._flows.get(module)
+        if kept is not None and kept[0] is summary["flow"]:
+            return kept[1]
+        flow = flow_from_json(summary["flow"])
+        self._flows[module] = (summary["flow"], flow)
+        return flow
 
     def definition(self, name: str) -> tuple[str, str, str] | None:
-        """(module, key, "function" or "class") of a resolved project name."""
+        """(module, key, "function" or "class") of a resolved project name (once per name
+        until an edit: the solver asks for every call of every flow)."""
+        if name not in self._definitions:
+            self._definitions[name] = self._definition(name)
+        return self._definitions[name]
+
+    def _definition(self, name: str) -> tuple[str, str, str] | None:
         located = self.locate(name)
         if located is None:
             return None
@@ -823,6 +850,8 @@ class ProjectIndex:
                     continue  # a notebook is a program of its own: it says nothing of the modules
                 scan = self.scan(path)
                 if scan.test:
+                    continue
+                if not (scan.legacy_keras or scan.tf_keras or scan.keras2_only or scan.keras3_only):
                     continue
                 relative = os.path.relpath(path)
                 if scan.legacy_keras:

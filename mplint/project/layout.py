@@ -43,10 +43,20 @@ def project_root(folder: str) -> str:
         current = parent
 
 
+def relative_to(root: str, path: str) -> str:
+    """`os.path.relpath(path, root)`, without its normalising in the common case (an
+    absolute, normalised path under the root: a warm run asks thousands of times)."""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if path.startswith(prefix) and os.path.isabs(root) and f"{os.sep}." not in path and os.sep * 2 not in path \
+            and f"{os.sep}." not in root:
+        return path[len(prefix):]
+    return os.path.relpath(path, root)
+
+
 def module_name(root: str, path: str) -> str | None:
     """`pkg.sub.mod` for `<root>/pkg/sub/mod.py` (or `<root>/src/pkg/...`); None for a
     path outside the root or not a Python module name."""
-    relative = os.path.relpath(path, root)
+    relative = relative_to(root, path)
     if relative.startswith(".."):
         return None
     parts = relative.replace(os.sep, "/").split("/")
