@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from mplint.inputs.cache import Cache, Scan, file_digest, file_stat, findings_key
 from mplint.core.codes import all_codes
 from mplint.inputs.config import ConfigResolver, FileSettings, assumed_policy_for
+from mplint.inputs import run_record
 from mplint.core.diagnostics import INTERNAL_ERROR, PARSE_ERROR, Finding, Severity
 from mplint.inputs.discovery import Found, PathProblem, discover, virtual_file
 from mplint.core.gc_pause import paused_gc
@@ -59,6 +60,7 @@ class FileResult:
     fixed_codes: dict[str, int] = field(default_factory=dict)  # code -> fixes applied
     output: bytes | None = None  # a virtual file's (stdin's) new bytes: never written
     noqa_added: int = 0
+    inputs: tuple = ((), (), ())  # the files, folders and probes its check read (mplint.inputs.run_record)
 
 
 @dataclass
@@ -114,7 +116,9 @@ def _environment_key(path: str, target: str) -> str:
 def process(job: Job) -> FileResult:
     """Lint (and fix) one file; runs in a worker process."""
     with paused_gc():  # one file's trees and scans: see mplint.core.gc_pause
-        return _process(job)
+        result, read = run_record.recorded_while(lambda: _process(job))
+    result.inputs = read
+    return result
 
 
 def _process(job: Job) -> FileResult:
@@ -286,8 +290,51 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Check `paths`; with `stdin`, check those bytes as the content of the one path
     given (`-` when it has no name), never reading or writing that path. `progress` is
-    told (files done, files in all) as the run goes."""
+    told (files done, files in all) as the run goes.
+
+    A plain check (no fix, diff, noqa, details or stdin, with the cache) answers from the
+    record of the last such run when none of its inputs changed (`mplint.inputs.run_record`),
+    and leaves a record of its own."""
     paths = list(paths)
+    if stdin is not None or not options.cache or options.fix or options.diff or options.add_noqa or options.details:
+        try:
+            return _run(paths, resolver, options, stdin, progress)
+        finally:
+            run_record.finished_run()
+    try:
+        with run_record.recording() as inputs:
+            root = resolver.for_path(paths[0]).root
+            from mplint.facts.target import environment_fingerprint
+
+            key = run_record.run_key(paths, options.force_exclude, f"{resolver.fingerprint()}|{options.unsafe}",
+                                     environment_fingerprint())
+            kept = run_record.load(root, key)
+            if kept is not None:
+                return _from_record(kept)
+            result = _run(paths, resolver, options, None, progress, inputs)
+        if resolver.explicit_file:
+            inputs.add_files([resolver.explicit_file])
+        if not result.problems and not result.internal_errors and not any("not written" in w for w in result.warnings):
+            warning = run_record.save(root, key, inputs, _record_of(result))
+            if warning:
+                result.warnings.append(warning)
+        return result
+    finally:
+        run_record.finished_run()
+
+
+def _record_of(result: RunResult) -> dict:
+    return {"files": result.files, "warnings": list(result.warnings),
+            "findings": [[f.filename, f.cache_json()] for f in result.findings]}
+
+
+def _from_record(record: dict) -> RunResult:
+    return RunResult(findings=[Finding.from_json(data, filename) for filename, data in record["findings"]],
+                     warnings=list(record["warnings"]), files=record["files"])
+
+
+def _run(paths: list[str], resolver: ConfigResolver, options: RunOptions, stdin: bytes | None,
+         progress: Callable[[int, int], None] | None, inputs: "run_record.Inputs | None" = None) -> RunResult:
     found: list[Found] = []
     result = RunResult()
     if stdin is None:
@@ -395,6 +442,12 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         warning = index.save()
         if warning:
             result.warnings.append(warning)
+        if inputs is not None:
+            inputs.add_files(index.paths)  # a warm run stats them through the store
+    if inputs is not None:
+        inputs.add_files(os.path.abspath(item.path) for item in found)
+        for file_result in results:
+            inputs.merge(file_result.inputs)  # what worker processes read
     for file_result in results:
         result.findings.extend(file_result.findings)
         result.fixed += file_result.fixed
@@ -440,24 +493,28 @@ def _read(item: Found) -> bytes | FileResult:
 
 
 def _project_indexes(found: list[Found], resolver: ConfigResolver, options: RunOptions) -> dict[str, "ProjectIndex | None"]:
-    """The project index of each file's folder (None for stdin without a real path)."""
+    """The project index of each file, by its path (None for stdin without a real path)."""
     from mplint.project.index import ProjectIndex
     from mplint.project.layout import project_root
 
     assumed_for = assumed_policy_for(resolver)
+    by_folder: dict[str, ProjectIndex | None] = {}
+    roots: set[str] = set()
     indexes: dict[str, ProjectIndex | None] = {}
     for item in found:
         folder = os.path.dirname(os.path.abspath(item.path))
-        if folder not in indexes:
-            root_seen = any(i is not None and i.root == project_root(folder) for i in indexes.values())
-            indexes[folder] = ProjectIndex.for_path(
-                item.path, cache=options.cache, assumed_for=assumed_for, fresh=not root_seen
+        if folder not in by_folder:
+            root = project_root(folder)
+            by_folder[folder] = ProjectIndex.for_path(
+                item.path, cache=options.cache, assumed_for=assumed_for, fresh=root not in roots
             )
+            roots.add(root)
+        indexes[item.path] = by_folder[folder]
     return indexes
 
 
 def _index_of(item: Found, projects: dict[str, "ProjectIndex | None"]) -> "ProjectIndex | None":
-    return projects.get(os.path.dirname(os.path.abspath(item.path)))
+    return projects.get(item.path)
 
 
 def _scan(item: Found, projects: dict[str, "ProjectIndex | None"], cache: Cache | None) -> tuple[_Scanned, bytes | None]:

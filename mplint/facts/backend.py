@@ -42,6 +42,7 @@ from typing import Any, Iterable, Sequence
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, string_value
+from mplint.inputs import run_record
 
 # ModuleFacts (mplint.facts.module) builds this fact and hands itself in: its type is
 # named, not imported, so that module.py -> this module is the only import between them.
@@ -324,7 +325,7 @@ def _project_root(folder: str) -> str:
         return root
     current = folder
     while True:
-        if os.path.exists(os.path.join(current, ".git")):
+        if run_record.exists(os.path.join(current, ".git")):
             return current
         parent = os.path.dirname(current)
         if parent == current:
@@ -344,7 +345,7 @@ def _folders_up_to_root(folder: str) -> list[str]:
 def _module_source(module: str, folder: str) -> str | None:
     """The project file a module name (as written in an import) refers to."""
     importer = os.path.join(folder, "__importer__.py")
-    return next((p for p in module_file_candidates(importer, module, [_project_root(folder)]) if os.path.isfile(p)), None)
+    return next((p for p in module_file_candidates(importer, module, [_project_root(folder)]) if run_record.isfile(p)), None)
 
 
 @lru_cache(maxsize=1024)

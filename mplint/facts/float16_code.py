@@ -40,6 +40,7 @@ from mplint.facts.policy import DTYPE_CONSTANTS
 
 from mplint.facts.float16_numbers import is_number
 from mplint.facts.test_modules import is_test_file
+from mplint.inputs import run_record
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -125,7 +126,7 @@ def is_library_module(path: str) -> bool:
     if not path or path.endswith(".ipynb") or is_test_file(path):
         return False  # a test module is a program of its own: its layers run under its policy
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isfile(os.path.join(folder, "__init__.py")):
+    if run_record.isfile(os.path.join(folder, "__init__.py")):
         return True
     return "src" in folder.replace(os.sep, "/").split("/")
 

@@ -43,6 +43,8 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from mplint.inputs import run_record
+
 KERAS2 = "keras2"
 KERAS3 = "keras3"
 
@@ -299,6 +301,7 @@ _FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M | re.I)
 _ARG = re.compile(r"^\s*(?:ARG|ENV)\s+(\w+)=(\S+)", re.M | re.I)
 
 
+@lru_cache(maxsize=4096)  # per folder: each file of a folder asks for its cache key
 def nearest_container_target(folder: str, root: str | None) -> Target | None:
     """The Keras of the TensorFlow image the nearest Dockerfile builds on, from the
     file's folder up to the top of its git checkout (else up to the project root): a
@@ -353,7 +356,7 @@ def _nearest(folder: str, root: str | None, read, levels: int | None = None) -> 
             if levels <= 0:
                 return None
         parent = os.path.dirname(current)
-        if parent == current or os.path.isdir(os.path.join(current, ".git")) or (current == root and not _in_git(current)):
+        if parent == current or run_record.isdir(os.path.join(current, ".git")) or (current == root and not _in_git(current)):
             return None
         current = parent
 
@@ -361,7 +364,7 @@ def _nearest(folder: str, root: str | None, read, levels: int | None = None) -> 
 @lru_cache(maxsize=1024)
 def _in_git(folder: str) -> bool:
     """Whether a folder is inside a git checkout (a `.git` in it or above it)."""
-    if os.path.exists(os.path.join(folder, ".git")):
+    if run_record.exists(os.path.join(folder, ".git")):
         return True
     parent = os.path.dirname(folder)
     return parent != folder and _in_git(parent)
@@ -381,9 +384,9 @@ def _dockerfiles(root: str) -> list[str]:
         names = sorted(os.listdir(root))
     except OSError:
         return []
-    found = [n for n in names if _is_dockerfile_name(n) and os.path.isfile(os.path.join(root, n))]
+    found = [n for n in names if _is_dockerfile_name(n) and run_record.isfile(os.path.join(root, n))]
     for folder in _DOCKER_FOLDERS:
-        if folder in names and os.path.isdir(os.path.join(root, folder)):
+        if folder in names and run_record.isdir(os.path.join(root, folder)):
             try:
                 found += [f"{folder}/{n}" for n in sorted(os.listdir(os.path.join(root, folder))) if _is_dockerfile_name(n)]
             except OSError:
@@ -464,7 +467,7 @@ def readme_target(folder: str) -> Target | None:
     otherwise it decides nothing."""
     for name in _README_NAMES:
         path = os.path.join(folder, name)
-        if not os.path.isfile(path):
+        if not run_record.isfile(path):
             continue
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
@@ -551,7 +554,7 @@ def project_root(folder: str) -> str | None:
         names = []
     if any(n in names and (n != "setup.py" or is_packaging_script(os.path.join(folder, n))) for n in _PROJECT_MARKERS) \
             or any(_is_requirements_file(n) for n in names) \
-            or ("requirements" in names and os.path.isdir(os.path.join(folder, "requirements"))):
+            or ("requirements" in names and run_record.isdir(os.path.join(folder, "requirements"))):
         return folder
     if ".git" in names:
         return folder  # the repository's top: its Dockerfile and CI files may say
@@ -578,7 +581,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     candidates = [os.path.join(root, n) for n in sorted(os.listdir(root)) if _is_requirements_file(n)]
     req_dir = os.path.join(root, "requirements")
-    if os.path.isdir(req_dir):
+    if run_record.isdir(req_dir):
         candidates += [os.path.join(req_dir, n) for n in sorted(os.listdir(req_dir)) if n.endswith(".txt")]
     for path in candidates:
         try:
@@ -590,7 +593,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
         except OSError:
             continue
     pyproject = os.path.join(root, "pyproject.toml")
-    if os.path.isfile(pyproject):
+    if run_record.isfile(pyproject):
         try:
             import tomllib
             with open(pyproject, "rb") as handle:
@@ -604,7 +607,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
         except Exception:
             pass
     setup_cfg = os.path.join(root, "setup.cfg")
-    if os.path.isfile(setup_cfg):
+    if run_record.isfile(setup_cfg):
         import configparser
 
         parser = configparser.ConfigParser()
@@ -616,7 +619,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
             pass
     found += _install_script_lines(root)
     setup_py = os.path.join(root, "setup.py")
-    if os.path.isfile(setup_py):
+    if run_record.isfile(setup_py):
         try:
             with open(setup_py, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
@@ -640,7 +643,7 @@ def _install_script_lines(root: str) -> list[tuple[str, str]]:
     paths = [os.path.join(root, n) for n in sorted(os.listdir(root))
              if n.endswith(".sh") or n in ("environment.yml", "environment.yaml", "tox.ini")]
     workflows = os.path.join(root, ".github", "workflows")
-    if os.path.isdir(workflows):
+    if run_record.isdir(workflows):
         paths += [os.path.join(workflows, n) for n in sorted(os.listdir(workflows)) if n.endswith((".yml", ".yaml"))]
     found = []
     for path in paths:
@@ -849,6 +852,7 @@ def forget_project_files() -> None:
     project_pins.cache_clear()
     pins_fingerprint.cache_clear()
     container_target.cache_clear()
+    nearest_container_target.cache_clear()
     readme_target.cache_clear()
     launcher_target.cache_clear()
     _in_git.cache_clear()

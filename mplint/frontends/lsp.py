@@ -414,5 +414,8 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> MplintLanguageServer:
 
 def serve() -> None:
     """Run the server on stdin/stdout until the client says exit."""
+    from mplint.inputs import run_record
+
+    run_record.disable()  # a long-running process: see mplint.inputs.run_record
     logging.basicConfig(level=logging.WARNING, format="mplint lsp: %(message)s")
     create_server().start_io()

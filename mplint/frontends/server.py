@@ -71,6 +71,9 @@ def preload() -> None:
 
 def serve(idle_minutes: float) -> None:
     """The server loop (in the foreground)."""
+    from mplint.inputs import run_record
+
+    run_record.disable()  # its commands see what it kept warm: they may read run records, not write them
     preload()
     stamp = code_stamp()
     path = socket_path()

@@ -276,11 +276,13 @@ def load_config_file(path: str) -> Settings:
 
 
 def _config_in(folder: str) -> str | None:
+    from mplint.inputs.run_record import isfile  # a config may appear above the tree later
+
     candidate = os.path.join(folder, "mplint.toml")
-    if os.path.isfile(candidate):
+    if isfile(candidate):
         return candidate
     candidate = os.path.join(folder, "pyproject.toml")
-    if os.path.isfile(candidate):
+    if isfile(candidate):
         try:
             with open(candidate, "rb") as handle:
                 head = handle.read()
@@ -338,6 +340,15 @@ class ConfigResolver:
             ignore=settings.ignore + add_ignore,
             per_file_ignores=settings.per_file_ignores + add_per_file_ignores,
         )
+
+    def fingerprint(self) -> str:
+        """The command line's part of the settings (its config file and overrides)."""
+        return json.dumps([self.explicit_file, sorted((k, repr(v)) for k, v in self._overrides.items())])
+
+    @property
+    def explicit_file(self) -> str | None:
+        return os.path.abspath(self._explicit.config_file) if self._explicit is not None and \
+            self._explicit.config_file else None
 
     def for_path(self, path: str) -> Settings:
         if self._explicit is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from mplint.inputs.config import DEFAULT_EXCLUDE, ConfigResolver, Settings, glob_match
+from mplint.inputs import run_record
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 
@@ -46,7 +47,7 @@ class _GitIgnores:
         if folder not in self._cache:
             path = os.path.join(folder, ".gitignore")
             spec = None
-            if os.path.isfile(path):
+            if run_record.isfile(path):
                 try:
                     import pathspec
 
@@ -62,7 +63,7 @@ class _GitIgnores:
         a walk asks for every folder of the tree)."""
         if folder not in self._roots:
             parent = os.path.dirname(folder)
-            if os.path.isdir(os.path.join(folder, ".git")):
+            if run_record.isdir(os.path.join(folder, ".git")):
                 self._roots[folder] = folder
             else:
                 self._roots[folder] = None if parent == folder else self._git_root(parent)
@@ -114,10 +115,10 @@ def discover(
         if not os.path.lexists(given):
             yield PathProblem(given, "no such file or directory")
             continue
-        if os.path.isdir(given):
+        if run_record.isdir(given):
             yield from _walk(given, resolver, gitignores, seen)
             continue
-        if not os.path.exists(given):
+        if not run_record.exists(given):
             yield PathProblem(given, "broken symbolic link")
             continue
         settings = resolver.for_path(given)
@@ -191,7 +192,7 @@ def _walk(
                 except OSError:
                     yield PathProblem(path, "broken symbolic link, skipped", fatal=False)
                     continue
-                if os.path.isdir(path):
+                if run_record.isdir(path):
                     continue  # a symlinked folder: not followed
                 key = (info.st_dev, info.st_ino)
             else:

@@ -92,6 +92,7 @@ class ProjectIndex:
         self._selectors: dict[str, tuple[list[str], frozenset[str]]] = {}
         self._target: object = _UNSET
         self._key_stats: dict[str, tuple[int, int] | None] = {}  # see `_key_stat`
+        self._key_parts: dict[str, str] = {}  # see `_key_part`
 
     @classmethod
     def for_path(cls, path: str, *, cache: bool = True, assumed_for: Callable[[str], str | None] | None = None,
@@ -129,6 +130,7 @@ class ProjectIndex:
         that changed; None when files were added or removed (the caller builds a new
         index)."""
         self._key_stats.clear()
+        self._key_parts.clear()
         if project_files(self.root).paths != self.paths or self._overlay:
             return None
         changed = []
@@ -173,6 +175,7 @@ class ProjectIndex:
                     self.packages.add(module)
         self._texts.pop(path, None)
         self._key_stats.clear()
+        self._key_parts.clear()
         old = self._scans.pop(path, None)
         new = self.scan(path)
         self._resolved.clear()
@@ -996,10 +999,18 @@ class ProjectIndex:
             parts.append(repr(sorted((k, sorted(v)) for k, v in external.sites.items())))
             parts.append(repr(sorted((k, sorted(v)) for k, v in external.constructions.items())))
             parts.append(repr(sorted(external.after)))
-        for other in sorted(related):
-            other_path = self.path_of[other]
-            parts.append(f"{other}:{self._overlay.get(other_path, '') and hash(self._overlay[other_path])}:{self._key_stat(other_path)}")
+        parts += [self._key_part(other) for other in sorted(related)]
         return "|".join(parts)
+
+    def _key_part(self, module: str) -> str:
+        """A related module's part of the dependency keys (its buffer or its stat), once
+        per run: a module many others import is part of each of their keys."""
+        part = self._key_parts.get(module)
+        if part is None:
+            path = self.path_of[module]
+            overlay = self._overlay.get(path, "") and hash(self._overlay[path])
+            part = self._key_parts[module] = f"{module}:{overlay}:{self._key_stat(path)}"
+        return part
 
 
     def context_for(self, path: str) -> "ModuleContext | None":
