@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, callee_name
+from mplint.analysis.guards import exclusive
 from mplint.fixes.removal import remove_statement
 from mplint.core.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
@@ -518,6 +519,9 @@ class GraphRewriteWithTape(Rule):
                 # optimizer, TF 2.x's rewrite returns a Keras LossScaleOptimizer, whose
                 # get_scaled_loss/get_unscaled_gradients serve tape gradients
                 continue
+            wrapper = step.optimizer.wrapper
+            if wrapper is not None and exclusive(self.facts.index, wrapper, step.call):
+                continue  # the gradients are taken only where the rewrite is off (`if amp: ... else:`)
             how = "`tf.gradients`" if step.kind == "tf.gradients" else "`GradientTape`"
             self.report(
                 step.call,

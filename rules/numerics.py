@@ -15,7 +15,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, callee_name, string_value
 from mplint.analysis.values import literal_number
-from mplint.core.diagnostics import FixAvailability, Severity
+from mplint.core.diagnostics import DTYPE, FixAvailability, Premise, Severity, Status
 from mplint.core.float16_literals import has_float16_hazard_literal, is_float16_hazard
 from mplint.catalogue.rule import Replace, Rule
 
@@ -325,7 +325,7 @@ class Float16OverflowConstant(Rule):
     """
 
     code = "MP501"
-    premises = ("policy",)
+    premises = ("policy", "dtype")
     name = "float16-overflow-constant"
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES
@@ -335,7 +335,7 @@ class Float16OverflowConstant(Rule):
             return
         code = self.facts.analysis(Float16Code)
         reported: set[int] = set()
-        for constant, kind, tensor, fill in self._hazards(code):
+        for constant, kind, tensor, fill, dtype in self._hazards(code):
             if id(constant.node) in reported:
                 continue
             if code.under_dtype_branch(constant.node) or code.dtype_aware_nearby(constant.node):
@@ -345,10 +345,11 @@ class Float16OverflowConstant(Rule):
             if _float32_signature(self.facts, constant.node):
                 continue
             reported.add(id(constant.node))
-            self._report(code, constant, kind, tensor if fill else None)
+            self._report(code, constant, kind, tensor if fill else None, dtype)
 
-    def _hazards(self, code: Float16Code) -> Iterator[tuple[Constant, str, cst.Name | None, bool]]:
-        """(constant, region kind, tensor a dtype-aware value can use, is it a fill value)."""
+    def _hazards(self, code: Float16Code) -> Iterator[tuple[Constant, str, cst.Name | None, bool, Premise]]:
+        """(constant, region kind, tensor a dtype-aware value can use, is it a fill value,
+        the premise that the tensors it meets are float16)."""
         facts = self.facts
         for operation in code.nodes_in_regions(cst.BinaryOperation):
             if not isinstance(operation.operator, ARITHMETIC) or code.constant(operation) is not None:
@@ -366,7 +367,8 @@ class Float16OverflowConstant(Rule):
                 if isinstance(constant.value, int) and not self._float_context(code, leaves):
                     continue
                 fill = isinstance(operation.operator, cst.Multiply) and (code.mask_like(other) or _ones_like(facts, other))
-                yield constant, code.region_of(operation), code.dtype_source(leaves), fill  # type: ignore[misc]
+                dtype = code.operand_dtype([l for l in leaves if l is not side])
+                yield constant, code.region_of(operation), code.dtype_source(leaves), fill, dtype  # type: ignore[misc]
         for assign in code.nodes_in_regions(cst.AugAssign):
             if type(assign.operator) not in AUG_ARITHMETIC:
                 continue
@@ -375,7 +377,8 @@ class Float16OverflowConstant(Rule):
                 continue
             if code.is_wide(assign.target):
                 continue
-            yield constant, code.region_of(assign), code.tensor_name(assign.target), False  # type: ignore[misc]
+            yield constant, code.region_of(assign), code.tensor_name(assign.target), False, \
+                code.operand_dtype([assign.target])  # type: ignore[misc]
         for call in code.nodes_in_regions(cst.Call):
             qualified = facts.qualified(call.func)
             if qualified in WHERE_FUNCS:
@@ -391,7 +394,8 @@ class Float16OverflowConstant(Rule):
                         continue  # the filled tensor only goes into a call whose use of -inf is unknown
                     if _keeps_an_entry_per_row(facts, call):
                         continue  # top-k: every row keeps finite values, a softmax over it is finite
-                    yield constant, code.region_of(call), code.tensor_name(other), True  # type: ignore[misc]
+                    yield constant, code.region_of(call), code.tensor_name(other), True, \
+                        code.operand_dtype([other])  # type: ignore[misc]
             elif qualified in FULL_LIKE:
                 fill_value = arg_value(call, 1, "fill_value")
                 constant = code.constant(fill_value) if fill_value is not None else None
@@ -400,7 +404,8 @@ class Float16OverflowConstant(Rule):
                 like = arg_value(call, 0, "x", "a")
                 if _has_wide_dtype(code, call) or (like is not None and code.is_wide(like)):
                     continue
-                yield constant, code.region_of(call), code.tensor_name(like), True  # type: ignore[misc]
+                yield constant, code.region_of(call), code.tensor_name(like), True, \
+                    code.operand_dtype([like])  # type: ignore[misc]
             elif qualified in CONVERT_WITH_DTYPE:
                 value = arg_value(call, 0, "value", "x")
                 constant = code.constant(value) if value is not None else None
@@ -413,7 +418,13 @@ class Float16OverflowConstant(Rule):
                 tensor = None
                 if isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype" and isinstance(dtype.value, cst.Name):
                     tensor = dtype.value
-                yield constant, code.region_of(call), tensor, True  # type: ignore[misc]
+                if names:
+                    premise = Premise(DTYPE, "float16", Status.PROVED, f"`{facts.module.code_for_node(call)}` is float16")
+                elif isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype":
+                    premise = code.operand_dtype([dtype.value])
+                else:
+                    premise = Premise(DTYPE, "float16", Status.INFERRED, "the dtype it is given")
+                yield constant, code.region_of(call), tensor, True, premise  # type: ignore[misc]
 
     @staticmethod
     def _float_context(code: Float16Code, leaves: list[cst.BaseExpression]) -> bool:
@@ -427,7 +438,8 @@ class Float16OverflowConstant(Rule):
                 return True
         return False
 
-    def _report(self, code: Float16Code, constant: Constant, kind: str, tensor: cst.Name | None) -> None:
+    def _report(self, code: Float16Code, constant: Constant, kind: str, tensor: cst.Name | None,
+                dtype: Premise) -> None:
         infinity = "-inf" if constant.value < 0 else "inf"
         limit = "min" if constant.value < 0 else "max"
         where = "layer code" if kind == LAYER else "@tf.function"
@@ -449,7 +461,7 @@ class Float16OverflowConstant(Rule):
             bound = "-65504.0 is its lowest" if constant.value < 0 else "65504.0 is its highest"
             message += f"compute it in float32 or use a value float16 can hold ({bound})"
             detail += "; `x.dtype.min` is TensorFlow-only and raises on JAX and torch"
-        self.report(constant.node, message, fix=fix, detail=detail)
+        self.report(constant.node, message, fix=fix, detail=detail, premises=[dtype])
 
 
 class Float16UnderflowEpsilon(Rule):
@@ -497,7 +509,7 @@ class Float16UnderflowEpsilon(Rule):
     """
 
     code = "MP502"
-    premises = ("policy",)
+    premises = ("policy", "dtype")
     name = "float16-underflow-epsilon"
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES
@@ -507,7 +519,7 @@ class Float16UnderflowEpsilon(Rule):
             return
         code = self.facts.analysis(Float16Code)
         reported: set[int] = set()
-        for constant, kind, what in self._hazards(code):
+        for constant, kind, what, operands in self._hazards(code):
             if id(constant.node) in reported:
                 continue
             if code.under_dtype_branch(constant.node) or code.dtype_aware_nearby(constant.node):
@@ -515,11 +527,12 @@ class Float16UnderflowEpsilon(Rule):
             if _float32_signature(self.facts, constant.node):
                 continue
             reported.add(id(constant.node))
-            self._report(constant, kind, what)
+            self._report(constant, kind, what, code.operand_dtype(operands))
         if not code.float16_excluded:
             self._check_layers(reported)
 
-    def _hazards(self, code: Float16Code) -> Iterator[tuple[Constant, str, str]]:
+    def _hazards(self, code: Float16Code) -> Iterator[tuple[Constant, str, str, list]]:
+        """(epsilon, region kind, how it is used, the tensors it meets)."""
         facts = self.facts
         for operation in code.nodes_in_regions(cst.BinaryOperation):
             if not isinstance(operation.operator, (cst.Add, cst.Subtract)) or code.constant(operation) is not None:
@@ -532,13 +545,14 @@ class Float16UnderflowEpsilon(Rule):
                 leaves = code.leaves(root)
                 if code.host_computed(root):
                     continue
-                if code.has_tensor_operand(leaves) and not code.any_wide([l for l in leaves if l is not side]):
-                    yield constant, code.region_of(operation), "added to a tensor"  # type: ignore[misc]
+                others = [l for l in leaves if l is not side]
+                if code.has_tensor_operand(leaves) and not code.any_wide(others):
+                    yield constant, code.region_of(operation), "added to a tensor", others  # type: ignore[misc]
         for assign in code.nodes_in_regions(cst.AugAssign):
             if isinstance(assign.operator, (cst.AddAssign, cst.SubtractAssign)):
                 constant = code.constant(assign.value)
                 if _vanishing(constant) and not code.is_wide(assign.target):
-                    yield constant, code.region_of(assign), "added to a tensor"  # type: ignore[misc]
+                    yield constant, code.region_of(assign), "added to a tensor", [assign.target]  # type: ignore[misc]
         for call in code.nodes_in_regions(cst.Call):
             qualified = facts.qualified(call.func)
             if qualified in CLAMPS:
@@ -553,7 +567,7 @@ class Float16UnderflowEpsilon(Rule):
                 constant = code.constant(floor) if floor is not None else None
                 if _vanishing(constant) and not (tensor is not None and code.is_wide(tensor)) \
                         and not self._only_multiplied(call):
-                    yield constant, code.region_of(call), "used as a floor"  # type: ignore[misc]
+                    yield constant, code.region_of(call), "used as a floor", [tensor]  # type: ignore[misc]
             elif qualified in EPSILON_OPS:
                 position, keyword = EPSILON_OPS[qualified]
                 epsilon = arg_value(call, position, keyword)
@@ -561,7 +575,7 @@ class Float16UnderflowEpsilon(Rule):
                 tensor = arg_value(call, 0, "x")
                 if _vanishing(constant) and not (tensor is not None and code.is_wide(tensor)):
                     short = qualified.rsplit(".", 1)[-1]
-                    yield constant, code.region_of(call), f"as the epsilon of `{short}`"  # type: ignore[misc]
+                    yield constant, code.region_of(call), f"as the epsilon of `{short}`", [tensor]  # type: ignore[misc]
 
     def _only_multiplied(self, call: cst.Call) -> bool:
         """A floor whose result is assigned and then only multiplied with (`inv = max(inv,
@@ -600,16 +614,17 @@ class Float16UnderflowEpsilon(Rule):
             origin = "TensorFlow Addons'" if qualified.startswith("tensorflow_addons.") else "Keras 2's (tf-keras)"  # type: ignore[union-attr]
             message = f"epsilon {_describe(facts, constant)} rounds to 0 in float16 in {origin} {layer}: "
             self._finish(constant, message, f"{origin} {layer} adds it in float16 under mixed_float16, so a "
-                                            "constant group gives NaN")
+                                            "constant group gives NaN",
+                         Premise(DTYPE, "float16", Status.INFERRED, f"{layer} computes in the policy's dtype"))
 
-    def _report(self, constant: Constant, kind: str, what: str) -> None:
+    def _report(self, constant: Constant, kind: str, what: str, dtype: Premise) -> None:
         where = "layer code" if kind == LAYER else "@tf.function"
         message = f"epsilon {_describe(self.facts, constant)} {what} rounds to 0 in float16: "
         self._finish(constant, message, f"the smallest float16 is 6e-8: the epsilon no longer guards against division "
                                         f"by zero, rsqrt(0) or log(0) when this {where} computes in float16 under "
-                                        "mixed_float16")
+                                        "mixed_float16", dtype)
 
-    def _finish(self, constant: Constant, message: str, detail: str) -> None:
+    def _finish(self, constant: Constant, message: str, detail: str, dtype: Premise) -> None:
         target = self._fix_target(constant)
         fix = None
         if target is not None:
@@ -617,7 +632,7 @@ class Float16UnderflowEpsilon(Rule):
             fix = self.fix(f"Use epsilon {SAFE_EPSILON_TEXT}", [Replace(target, cst.Float(SAFE_EPSILON_TEXT))], unsafe=True)
         else:
             message += f"use a float16-safe epsilon (>= {SAFE_EPSILON_TEXT}) or compute this part in float32"
-        self.report(constant.node, message, fix=fix, detail=detail)
+        self.report(constant.node, message, fix=fix, detail=detail, premises=[dtype])
 
     def _fix_target(self, constant: Constant) -> cst.CSTNode | None:
         """The positive literal that spells the epsilon, where it is written."""

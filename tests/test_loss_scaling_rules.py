@@ -163,3 +163,23 @@ def test_float16_or_bfloat16_by_flag_keeps_the_loss_scale_optimizer():
         opt = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.Adam())
     """)
     assert findings == []
+
+
+def test_exclusive_branches_never_run_in_the_same_pass():
+    """MP204 keeps quiet where the graph rewrite and `tf.gradients` are the two branches of
+    one `if` (mplint.analysis.guards.exclusive)."""
+    import libcst as cst
+
+    from mplint.analysis.guards import exclusive
+    from mplint.analysis.index import ModuleIndex
+
+    module = cst.parse_module(
+        "if amp:\n    opt = rewrite(opt)\n    a = 1\nelse:\n    g = grads()\n"
+        "if other:\n    h = grads()\nk = 1 if amp else grads()\n"
+    )
+    index = ModuleIndex(module)
+    calls = {cst.Module([]).code_for_node(c): c for c in index.nodes(cst.Call)}
+    rewrite = next(c for c in index.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "rewrite")
+    grads = [c for c in index.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "grads"]
+    assert calls and [exclusive(index, rewrite, g) for g in grads] == [True, False, False]
+    assert exclusive(index, grads[0], rewrite)

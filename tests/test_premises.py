@@ -249,3 +249,23 @@ def test_a_library_whose_only_float16_is_the_graph_rewrite_is_assumed(cli, tmp_p
           "    tf.keras.mixed_precision.set_global_policy('mixed_float16')\n")
     (finding,) = _json(cli, ["."], root)
     assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"
+
+
+def test_the_dtype_premise_follows_where_the_tensor_comes_from(cli, tmp_path):
+    """MP501/MP502 rest on the tensor being float16: proved by a cast to float16,
+    inferred for the layer code's own tensors, assumed for the value of another module's
+    function (its dtype is not followed): that finding is in the extended tier only."""
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "projects" / "dtype_from_another_module", root,
+                    ignore=shutil.ignore_patterns("expected.txt"))
+    write(root / "halves.py", "import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy('mixed_float16')\n\n\n"
+          "class Half(tf.keras.layers.Layer):\n    def call(self, x):\n        h = tf.cast(x, tf.float16)\n"
+          "        return h / (tf.norm(h) + 1e-9)\n")
+    findings = {f["location"]["row"]: f for f in _json(cli, ["--extended", "."], root) if f["code"] == "MP502"}
+    statuses = {(f["filename"], row): _premise(f, "dtype")["status"] for row, f in findings.items()}
+    assert statuses == {("layers.py", 16): "assumed", ("layers.py", 17): "inferred", ("halves.py", 9): "proved"}
+    assert findings[16]["tier"] == "extended" and "counting.duplicate_counts" in _premise(findings[16], "dtype")["evidence"]
+    default = [(f["filename"], f["location"]["row"]) for f in _json(cli, ["."], root) if f["code"] == "MP502"]
+    assert default == [("halves.py", 9), ("layers.py", 17)]

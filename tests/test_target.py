@@ -134,6 +134,11 @@ def test_standalone_keras_without_keras3_names_falls_through_to_pins(project, in
         ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    tensorflow>=2.4,<2.16\n", "keras2"),
         ("setup.cfg", "[options]\ninstall_requires =\n    tensorflow>=2.16\n", "keras3"),
         ("setup.py", "from setuptools import setup\nsetup(install_requires=['tensorflow==2.10.0'])\n", "keras2"),
+        ("pyproject.toml", '[tool.poetry]\nname = "p"\n[tool.poetry.dependencies]\ntensorflow = "^2.16"\n', "keras3"),
+        ("pyproject.toml", '[tool.poetry]\nname = "p"\n[tool.poetry.dependencies]\ntensorflow = "~2.12"\n', "keras2"),
+        ("poetry.lock", '[[package]]\nname = "tensorflow"\nversion = "2.12.0"\n', "keras2"),
+        ("uv.lock", '[[package]]\nname = "keras"\nversion = "3.5.0"\n', "keras3"),
+        ("Pipfile.lock", '{"default": {"tensorflow": {"version": "==2.3.0"}}}', "keras2"),
     ],
 )
 def test_project_pins(project, installed, filename, content, expected):
@@ -143,6 +148,24 @@ def test_project_pins(project, installed, filename, content, expected):
     target = target_of(project / "src" / "m.py", TF_ONLY)
     assert target.keras == expected, target.reason
     assert filename.rsplit("/", 1)[-1] in target.reason
+
+
+def test_a_lock_file_decides_before_the_range_it_locks(project, installed):
+    """Poetry's `^2.8` admits Keras 2 and Keras 3 TensorFlows; the lock says which one an
+    install of the project gets."""
+    installed({"tensorflow": "2.21.0"})
+    write(project / "pyproject.toml", '[tool.poetry]\nname = "p"\n[tool.poetry.dependencies]\ntensorflow = "^2.2"\n')
+    write(project / "poetry.lock", '[[package]]\nname = "numpy"\nversion = "1.18.0"\n\n'
+                                   '[[package]]\nname = "tensorflow"\nversion = "2.3.0"\n')
+    target = target_of(project / "src" / "m.py", TF_ONLY)
+    assert target.keras == "keras2" and target.before_stable_api and "poetry.lock" in target.reason
+
+
+def test_a_readme_requirements_list_names_the_tensorflow(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "src" / "readme.md", "## Requirements\n\nkeras==2.1.0\n\ntensorflow==1.8.0\n")
+    target = target_of(project / "src" / "m.py", TF_ONLY)
+    assert target.keras == "keras2" and target.before_stable_api and "tensorflow==1.8.0" in target.reason
 
 
 def test_unconstrained_pin_decides_nothing(project, installed):

@@ -41,6 +41,14 @@ def guard_not_shared(index: ModuleIndex, node: cst.CSTNode, at: cst.CSTNode) -> 
     return [(test, negated) for test, negated in guard_of(index, node) if id(test) not in at_guard]
 
 
+def exclusive(index: ModuleIndex, node: cst.CSTNode, other: cst.CSTNode) -> bool:
+    """Whether the two never run in the same pass: one is in the body of an `if` (or a
+    conditional expression) and the other in its `else`/`elif` (`if amp: opt =
+    rewrite(opt)` / `else: grads = tf.gradients(...)`)."""
+    sides = {id(test): negated for test, negated in guard_of(index, node)}
+    return any(id(test) in sides and sides[id(test)] != negated for test, negated in guard_of(index, other))
+
+
 def condition_text(module: cst.Module, guard: Guard) -> str:
     terms = []
     for test, negated in guard:

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from mplint.core.diagnostics import DTYPE, Premise, Status
+
 from mplint.analysis.calls import arg_value
 from mplint.analysis.names import dotted_name
 from mplint.analysis.values import Source, Value
@@ -79,6 +81,11 @@ FLOAT32_BY_DEFAULT = frozenset(
         "tensorflow.linspace", "tensorflow.random.uniform", "tensorflow.random.normal",
         "tensorflow.random.truncated_normal", "keras.ops.ones", "keras.ops.zeros",
         "keras.ops.eye", "keras.random.uniform", "keras.random.normal",
+        # TF 1.x names (and their compat.v1 spellings) of the same ops
+        "tensorflow.random_uniform", "tensorflow.random_normal", "tensorflow.truncated_normal",
+        "tensorflow.compat.v1.random_uniform", "tensorflow.compat.v1.random_normal",
+        "tensorflow.compat.v1.truncated_normal", "tensorflow.compat.v1.ones", "tensorflow.compat.v1.zeros",
+        "tensorflow.compat.v1.random.uniform", "tensorflow.compat.v1.random.normal",
     }
 )
 # TensorFlow/Keras ops whose result has the dtype of their first argument.
@@ -679,6 +686,84 @@ class Float16Code:
                 if found is not None:
                     return found
         return None
+
+    # -- the dtype premise ------------------------------------------------------------------------
+    def operand_dtype(self, operands: list[cst.BaseExpression | None]) -> Premise:
+        """The premise that the tensors a constant meets are float16, from where the
+        non-constant operands come from:
+
+        - proved: one is cast to float16 (or created with a float16 `dtype=`);
+        - inferred: one is the code's own tensor (a parameter of the layer code, a
+          framework op or a sublayer on its tensors, an attribute of the layer): it
+          computes in the layer's dtype, float16 under mixed_float16;
+        - assumed: every one is the value of a function of another project module, or a
+          comparison (booleans), whose dtype mplint does not follow.
+        """
+        kinds = [self._origin(o) for o in operands if o is not None and self.constant(o) is None]
+        for kind, why in kinds:
+            if kind == "float16":
+                return Premise(DTYPE, "float16", Status.PROVED, why)
+        for kind, why in kinds:
+            if kind == "activation":
+                return Premise(DTYPE, "float16", Status.INFERRED,
+                               "the layer code's own tensor: its compute dtype, float16 under mixed_float16")
+        why = next((why for _, why in kinds), "no tensor operand")
+        return Premise(DTYPE, "float16", Status.ASSUMED, why)
+
+    def _origin(self, expr: cst.BaseExpression, depth: int = 0) -> tuple[str, str]:
+        """("float16" | "activation" | "unknown", why) for one operand."""
+        facts = self.facts
+        short = " ".join(facts.module.code_for_node(expr).split())[:50]
+        if depth > 8:
+            return "activation", ""
+        if isinstance(expr, cst.Comparison):
+            return "unknown", f"`{short}` is a comparison's booleans"
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+            parts = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
+            found = [self._origin(p, depth + 1) for p in parts if self.constant(p) is None]
+            for wanted in ("float16", "activation"):
+                for kind, why in found:
+                    if kind == wanted:
+                        return kind, why
+            return found[0] if found else ("activation", "")
+        if isinstance(expr, cst.Subscript):
+            return self._origin(expr.value, depth + 1)
+        if isinstance(expr, cst.Name):
+            binding = self.binding_before(expr)
+            if binding is None:
+                return "activation", ""  # a parameter (or a name this walk does not follow)
+            node, value = binding
+            if isinstance(node, cst.AugAssign):
+                value = node.value
+            return self._origin(value, depth + 1) if value is not None else ("activation", "")
+        if isinstance(expr, cst.Call):
+            qualified = facts.qualified(expr.func)
+            dtype = arg_value(expr, CASTS[qualified], "dtype") if qualified in CASTS else arg_value(expr, None, "dtype")
+            if dtype is not None:
+                names = facts.policy.policy_names(dtype) or set()
+                if names & {"float16", "half"}:
+                    return "float16", f"`{short}` is float16"
+                if isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype":
+                    return self._origin(dtype.value, depth + 1)  # `tf.cast(mask, scores.dtype)`
+                return "activation", ""
+            if qualified in DTYPE_PRESERVING:
+                first = arg_value(expr, 0)
+                return self._origin(first, depth + 1) if first is not None else ("activation", "")
+            elsewhere = self._other_module_function(expr)
+            if elsewhere is not None:
+                return "unknown", (f"`{short}` is the value of `{elsewhere}`, a function of another module "
+                                   "whose return dtype mplint does not follow")
+        return "activation", ""
+
+    def _other_module_function(self, call: cst.Call) -> str | None:
+        """The name of the function of another project module a call runs, if it is one."""
+        project = self.facts.project
+        names = self.facts.names
+        if project is None or names is None:
+            return None
+        raw = names.raw(call.func)
+        found = project.resolve(raw) if raw is not None else None
+        return found
 
     # -- being dtype-aware already --------------------------------------------------------------
     def under_dtype_branch(self, node: cst.CSTNode) -> bool:

@@ -100,10 +100,12 @@ def never_built(facts: "ModuleFacts", call: cst.Call) -> bool:
 
 
 def trains_anything(facts: "ModuleFacts") -> bool:
-    """Whether the module fits, applies gradients, records a tape or compiles with an
-    optimizer or a loss."""
+    """Whether the module fits, applies gradients, records a tape, or compiles with an
+    optimizer or a loss without predicting or evaluating (a script that compiles and then
+    only predicts or evaluates is an evaluation: old Keras needs `compile` for metrics)."""
     if facts.calls_to(_TAPES):
         return True
+    compiles = inference = False
     for call in facts.index.nodes(cst.Call):
         func = call.func
         if not isinstance(func, cst.Attribute):
@@ -112,8 +114,14 @@ def trains_anything(facts: "ModuleFacts") -> bool:
         if method in _TRAINING_METHODS:
             return True
         if method == "compile" and (get_arg(call, 0, "optimizer") is not None or get_arg(call, 1, "loss") is not None):
-            return True
-    return False
+            compiles = True
+        elif method in _EVALUATION_METHODS:
+            inference = True
+    return compiles and not inference
+
+
+_EVALUATION_METHODS = frozenset({"predict", "predict_on_batch", "predict_generator", "evaluate", "evaluate_generator",
+                                 "test_on_batch"})
 
 
 def untrained_entry_point(facts: "ModuleFacts") -> str | None:

@@ -861,6 +861,17 @@ class ModelGraph:
                     self._calls_by_func_name.setdefault(call.func.value, []).append(call)
         return self._calls_by_func_name.get(name, [])
 
+    def _preprocessing_sequential(self, call: cst.Call) -> bool:
+        """`Sequential([Resizing(...), Rescaling(...), RandomFlip(...)])`: preprocessing
+        layers only, written in the call (an input pipeline, best kept in float32)."""
+        layers = arg_value(call, 0, "layers")
+        if not isinstance(layers, (cst.List, cst.Tuple)):
+            return False
+        names = [self.qualified(e.value.func) if isinstance(e, cst.Element) and isinstance(e.value, cst.Call) else None
+                 for e in layers.elements]
+        kept = [n for n in names if n not in INPUTS]
+        return bool(kept) and all(n is not None and _is_preprocessing(n) for n in kept)
+
     def constructions(self) -> Iterator[cst.Call]:
         """Every call that creates a Keras layer or model (Input and preprocessing aside)."""
         for call in self.index.nodes(cst.Call):
@@ -870,7 +881,7 @@ class ModelGraph:
                 if kind is not None:
                     yield call
                 continue
-            if qualified in MODEL_CLASSES or qualified in SEQUENTIAL_CLASSES:
+            if qualified in MODEL_CLASSES or (qualified in SEQUENTIAL_CLASSES and not self._preprocessing_sequential(call)):
                 yield call
             elif is_keras_layer_name(qualified) and qualified not in INPUTS and not _is_preprocessing(qualified):
                 if qualified not in ("keras.layers.InputLayer", "keras.layers.InputSpec"):

@@ -80,10 +80,14 @@ def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
         return Premise(POLICY, "mixed_float16", Status.ASSUMED,
                        "library code of a project whose float16 is the graph rewrite, not a Keras policy (the "
                        "rewrite keeps exp, log and softmax in float32)")
-    if library and (project is None or project.mentions_float16()):
+    if library and (project is None or project.names_float16_policy()):
         return Premise(POLICY, "mixed_float16", Status.INFERRED,
                        "a library's layer code runs under its users' policy, and its project uses mixed_float16")
     if library and project.mentions_mixed_precision():
+        if project.mentions_float16():
+            return Premise(POLICY, "mixed_float16", Status.ASSUMED,
+                           "library code of a project that never sets a float16 Keras policy (its code, tests and "
+                           "notebooks): its layers compute in float16 only under a user's mixed_float16")
         return Premise(POLICY, "mixed_float16", Status.ASSUMED,
                        "library code of a project that uses only bfloat16 mixed precision")
     return Premise(POLICY, "mixed_float16", Status.ASSUMED, "no mixed policy is set in the project")

@@ -82,6 +82,10 @@ class ProjectContext(Protocol):
         """False only where the project names bfloat16 and never the float16 side of mixed
         precision (`mixed_float16`, `float16`, a LossScaleOptimizer)."""
 
+    def names_float16_policy(self) -> bool:
+        """Whether some file of the project names a float16 Keras policy in its code
+        (`"mixed_float16"`, `set_floatx("float16")`; tests and notebooks count)."""
+
     def float16_only_from_the_graph_rewrite(self) -> bool:
         """Whether the project's float16 is the graph rewrite (`auto_mixed_precision`): some
         file turns it on and none names a float16 Keras policy (`mixed_float16`,

@@ -452,6 +452,9 @@ def _image_target(image: str) -> tuple[str, bool] | None:
 _README_NAMES = ("README.md", "README.rst", "README.txt", "README", "Readme.md", "readme.md")
 _IMAGE_REFERENCE = re.compile(r"\b((?:[\w.-]+/)*(?:tensorflow/tensorflow|nvidia/tensorflow|merlin-tensorflow[\w-]*)):([\w.-]+)")
 _PIP_TENSORFLOW = re.compile(r"pip3?\s+install\b[^\n]*?(?<![\w-])(?:tensorflow|tensorflow-gpu|tensorflow-cpu)==(\d+)\.(\d+)")
+# A requirement listed on a line of its own (a "Requirements" section: `tensorflow==1.8.0`).
+_LISTED_TENSORFLOW = re.compile(r"^[ \t>*+-]*`?(?:tensorflow|tensorflow-gpu|tensorflow-cpu)\s*==\s*(\d+)\.(\d+)[\w.]*`?[ \t]*$",
+                                re.M)
 # "TensorFlow 2.0", "TF 1.15", not "TensorFlow 2.4+", "TF 2.x", "TensorFlow 2.0 or later".
 _PROSE_VERSION = re.compile(
     r"(?<![>=\w])(?:TensorFlow|Tensorflow|tensorflow|TF)[ -]?v?(\d)\.(\d{1,2})(?:\.\d+)?(?![\d.]*\w)"
@@ -482,9 +485,9 @@ def readme_target(folder: str) -> Target | None:
                 keras, old = found
                 versions.append((2, 0) if old else (2, 15) if keras == KERAS2 else (2, 16))
                 named.append(f"the image {image}:{tag}")
-        for match in _PIP_TENSORFLOW.finditer(text):
+        for match in (*_PIP_TENSORFLOW.finditer(text), *_LISTED_TENSORFLOW.finditer(text)):
             versions.append((int(match.group(1)), int(match.group(2))))
-            named.append(f"`{match.group(0).strip()}`")
+            named.append(f"`{match.group(0).strip(' `*+->')}`")
         for match in _PROSE_VERSION.finditer(text):
             if int(match.group(1)) in (1, 2):
                 versions.append((int(match.group(1)), int(match.group(2))))
@@ -576,9 +579,76 @@ def is_packaging_script(path: str) -> bool:
         return False
 
 
-def _requirement_lines(root: str) -> list[tuple[str, str]]:
-    """(requirement string, file) pairs declared in a project root."""
+# Packages whose pins say which TensorFlow/Keras a project runs on (lock files list every
+# package: only these are read from them).
+_PINNED_NAMES = re.compile(r"^(tensorflow[\w-]*|tf-nightly|tf[-_]keras|keras|keras[-_]cv|tf[-_]models[-_]official)$", re.I)
+
+
+def _lock_lines(root: str) -> list[tuple[str, str]]:
+    """Exact versions a lock file records (`poetry.lock`, `uv.lock`: `[[package]]` name and
+    version; `Pipfile.lock`: JSON `"version": "==X"`): what an install of the project gets,
+    so they come before the ranges of its metadata."""
     found: list[tuple[str, str]] = []
+    for name in ("poetry.lock", "uv.lock"):
+        path = os.path.join(root, name)
+        if not run_record.isfile(path):
+            continue
+        try:
+            import tomllib
+
+            with open(path, "rb") as handle:
+                data = tomllib.load(handle)
+        except Exception:
+            continue
+        for package in data.get("package", []) or []:
+            if isinstance(package, dict) and _PINNED_NAMES.match(str(package.get("name", ""))) and package.get("version"):
+                found.append((f"{package['name']}=={package['version']}", name))
+    path = os.path.join(root, "Pipfile.lock")
+    if run_record.isfile(path):
+        try:
+            import json
+
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+            for section in ("default", "develop"):
+                for package, entry in (data.get(section) or {}).items():
+                    version = entry.get("version") if isinstance(entry, dict) else None
+                    if _PINNED_NAMES.match(package) and isinstance(version, str) and version.startswith("=="):
+                        found.append((f"{package}{version}", "Pipfile.lock"))
+        except (OSError, ValueError, AttributeError):
+            pass
+    return found
+
+
+def _poetry_requirement(name: str, constraint: object) -> str | None:
+    """A Poetry dependency (`tensorflow = "^2.2"`, `{version = "~2.3", optional = true}`)
+    as a PEP 508 requirement: `^2.2` is `>=2.2,<3.0`, `~2.3` is `>=2.3,<2.4`."""
+    if isinstance(constraint, dict):
+        constraint = constraint.get("version")
+    if not isinstance(constraint, str) or not constraint.strip() or constraint.strip() == "*":
+        return None
+    parts = []
+    for piece in constraint.split(","):
+        piece = piece.strip()
+        match = re.fullmatch(r"([\^~])\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?", piece)
+        if match:
+            kind, major, minor, patch = match.group(1), int(match.group(2)), match.group(3), match.group(4)
+            lower = ".".join(p for p in (str(major), minor, patch) if p is not None)
+            if kind == "^":
+                upper = f"{major + 1}.0" if major > 0 or minor is None else f"0.{int(minor) + 1}"
+            else:
+                upper = f"{major}.{int(minor) + 1}" if minor is not None else f"{major + 1}.0"
+            parts += [f">={lower}", f"<{upper}"]
+        elif re.fullmatch(r"\d[\w.*]*", piece):
+            parts.append(f"=={piece}")
+        else:
+            parts.append(piece)
+    return f"{name}{','.join(parts)}"
+
+
+def _requirement_lines(root: str) -> list[tuple[str, str]]:
+    """(requirement string, file) pairs declared in a project root (lock files first)."""
+    found: list[tuple[str, str]] = _lock_lines(root)
     candidates = [os.path.join(root, n) for n in sorted(os.listdir(root)) if _is_requirements_file(n)]
     req_dir = os.path.join(root, "requirements")
     if run_record.isdir(req_dir):
@@ -604,6 +674,12 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
             for extra, group in (project.get("optional-dependencies", {}) or {}).items():
                 for item in group:
                     found.append((str(item), f"pyproject.toml [{extra}] extra"))
+            poetry = data.get("tool", {}).get("poetry", {}) or {}
+            for name, constraint in (poetry.get("dependencies", {}) or {}).items():
+                requirement = _poetry_requirement(name, constraint) if _PINNED_NAMES.match(name) else None
+                if requirement is not None:
+                    optional = isinstance(constraint, dict) and constraint.get("optional")
+                    found.append((requirement, "pyproject.toml [optional] extra" if optional else "pyproject.toml"))
         except Exception:
             pass
     setup_cfg = os.path.join(root, "setup.cfg")
@@ -840,7 +916,7 @@ def installed_target() -> Target | None:
 def is_project_file(path: str) -> bool:
     """Whether editing `path` can change a project's pins (or where its root is)."""
     name = os.path.basename(path)
-    if name in _PROJECT_MARKERS or _is_requirements_file(name):
+    if name in _PROJECT_MARKERS or _is_requirements_file(name) or name in ("poetry.lock", "uv.lock", "Pipfile.lock"):
         return True
     return name.endswith(".txt") and os.path.basename(os.path.dirname(path)) == "requirements"
 

@@ -82,7 +82,11 @@ def _is_import_line(statement: cst.CSTNode) -> bool:
 
 def wrap_optimizer(facts: "ModuleFacts", built: cst.Call, inner: cst.Call | None = None) -> list[Change] | None:
     """Wrap the optimizer constructor call `built` in a LossScaleOptimizer, in place
-    (`inner`: the constructor as it should read inside, e.g. with a clipping argument)."""
+    (`inner`: the constructor as it should read inside, e.g. with a clipping argument).
+    None on a project whose TensorFlow predates 2.4: its only LossScaleOptimizer is the
+    experimental one, with another signature, and the current name does not exist there."""
+    if facts.target.before_stable_api:
+        return None
     spelling = mixed_precision_module(facts, built, at=built)
     if spelling is None:
         return None

@@ -767,6 +767,11 @@ class ProjectIndex:
         scans = [self.scan(path) for path in self.paths]
         return any(s.graph_rewrite for s in scans) and not any(s.float16_policy for s in scans)
 
+    def names_float16_policy(self) -> bool:
+        """Whether some file of the project (code, tests or notebooks) names a float16
+        Keras policy in its code (`"mixed_float16"`, `set_floatx("float16")`)."""
+        return any(self.scan(path).float16_policy for path in self.paths)
+
     def mentions_mixed_precision(self) -> bool:
         """Whether any file of the project names a mixed-precision API or policy."""
         if self._mentions_mixed_precision is None:
@@ -1078,6 +1083,9 @@ class ModuleContext:
 
     def float16_only_from_the_graph_rewrite(self) -> bool:
         return False if self._record else self.index.float16_only_from_the_graph_rewrite()
+
+    def names_float16_policy(self) -> bool:
+        return True if self._record else self.index.names_float16_policy()
 
     def importers(self) -> tuple[str, ...]:
         if self._record:
