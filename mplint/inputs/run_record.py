@@ -208,19 +208,17 @@ def _states_now(inputs: Inputs) -> dict[str, dict[str, Any]] | None:
         if (first is not None and now != first) or (now is not None and now[0] >= limit):
             return None
         files[path] = now
-    folders: dict[str, Any] = {}
-    for path, first in inputs.folders.items():
-        now = _folder_state(path)
-        if now != first:
-            return None
-        folders[path] = now
-    probes: dict[str, Any] = {}
-    for path, first in inputs.probes.items():
-        now = _probe_state(path)
-        if now != first:
-            return None
-        probes[path] = now
+    folders = _same_as_first(inputs.folders, _folder_state)
+    probes = _same_as_first(inputs.probes, _probe_state)
+    if folders is None or probes is None:
+        return None
     return {"files": files, "folders": folders, "probes": probes}
+
+
+def _same_as_first(first_states: dict[str, Any], state_of) -> dict[str, Any] | None:
+    """The states now, if each is what it was when the run first read it."""
+    now = {path: state_of(path) for path in first_states}
+    return now if now == first_states else None
 
 
 def _unchanged(states: dict[str, dict[str, Any]]) -> bool:
