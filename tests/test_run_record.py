@@ -50,19 +50,17 @@ def _project(tmp_path: Path) -> Path:
     return root
 
 
-def _records(root: Path) -> dict:
-    (path,) = list((root / ".mplint_cache").glob("*/runs.json"))
-    return json.loads(path.read_text())
+def _records(root: Path) -> list[Path]:
+    return list((root / ".mplint_cache").glob("*/runs/*.json"))
 
 
 def _mark_record(root: Path) -> None:
     """Change the recorded messages, so an answer from the record shows."""
-    (path,) = list((root / ".mplint_cache").glob("*/runs.json"))
-    records = json.loads(path.read_text())
-    for record in records.values():
-        for _, finding in record["findings"]:
-            finding["message"] = MARKER
-    path.write_text(json.dumps(records))
+    (path,) = _records(root)
+    record = json.loads(path.read_text())
+    for _, finding in record["findings"]:
+        finding["message"] = MARKER
+    path.write_text(json.dumps(record))
 
 
 def _check(mplint_process, root: Path, *args: str, env: dict | None = None) -> list[str]:
@@ -132,7 +130,7 @@ def test_other_options_check_again(mplint_process, recorded):
 def test_no_record_while_an_input_is_recent(mplint_process, tmp_path):
     root = _project(tmp_path)  # just written: within the time resolution of the run
     _check(mplint_process, root)
-    assert not list((root / ".mplint_cache").glob("*/runs.json"))
+    assert not _records(root)
 
 
 @pytest.mark.parametrize("args", [["--no-cache"], ["--diff"], ["--verbose"], ["--fix"]])
@@ -157,4 +155,16 @@ def test_a_process_that_checked_before_writes_no_record(tmp_path, monkeypatch):
     monkeypatch.chdir(root)
     monkeypatch.setattr(run_record, "_clean", False)
     run(["."], ConfigResolver(), RunOptions())
-    assert not list((root / ".mplint_cache").glob("*/runs.json"))
+    assert not _records(root)
+
+
+def test_the_folder_keeps_the_most_recent_records(tmp_path, monkeypatch):
+    from mplint.inputs import run_record
+
+    monkeypatch.setattr(run_record, "_clean", True)
+    for n in range(run_record.RECORDS_KEPT + 3):
+        assert run_record.save(str(tmp_path), f"key {n}", run_record.Inputs(), {"files": n}) is None
+    kept = _records(tmp_path)
+    assert len(kept) == run_record.RECORDS_KEPT
+    assert run_record.load(str(tmp_path), f"key {run_record.RECORDS_KEPT + 2}")["files"] == run_record.RECORDS_KEPT + 2
+    assert run_record.load(str(tmp_path), "another key") is None

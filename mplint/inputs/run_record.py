@@ -201,7 +201,7 @@ def _states_now(inputs: Inputs) -> dict[str, dict[str, Any]] | None:
     changed so recently that a later write may keep its time)."""
     limit = (inputs.started - RACY_SECONDS) * 1e9
     files: dict[str, Any] = {}
-    for path, first in inputs.files.items():
+    for path, first in reversed(list(inputs.files.items())):  # the checked files, added last, first
         if _ignored(path):
             continue
         now = _file_state(path)
@@ -245,23 +245,25 @@ def run_key(paths: Iterable[str], force_exclude: bool, configuration: str, envir
     ])
 
 
-def _records_path(root: str) -> str:
-    return os.path.join(root, CACHE_DIR, __version__, "runs.json")
+def _records_folder(root: str) -> str:
+    return os.path.join(root, CACHE_DIR, __version__, "runs")
 
 
-def _load_all(root: str) -> dict[str, Any]:
-    try:
-        with open(_records_path(root), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+def _record_path(root: str, key: str) -> str:
+    """One file per key: a run reads only its own record (a one-file run need not parse
+    the whole tree's)."""
+    name = hashlib.blake2b(key.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+    return os.path.join(_records_folder(root), f"{name}.json")
 
 
 def load(root: str, key: str) -> dict[str, Any] | None:
     """The answer of the last run under `key`, if none of its inputs changed since."""
-    record = _load_all(root).get(key)
-    if not isinstance(record, dict) or not isinstance(record.get("inputs"), dict):
+    try:
+        with open(_record_path(root, key), encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("inputs"), dict):
         return None
     try:
         return record if _unchanged(record["inputs"]) else None
@@ -271,19 +273,19 @@ def load(root: str, key: str) -> dict[str, Any] | None:
 
 def save(root: str, key: str, inputs: Inputs, answer: dict[str, Any]) -> str | None:
     """Keep a run's answer; a warning if it could not be written. Nothing is kept when
-    this process had read files before, or when an input changed too recently."""
+    this process had read files before, or when an input changed too recently. The
+    folder keeps the `RECORDS_KEPT` most recent records."""
     if not _clean:
         return None
     states = _states_now(inputs)
     if states is None:
         return None
-    records = _load_all(root)
-    records.pop(key, None)
-    records[key] = {"inputs": states, **answer}
-    while len(records) > RECORDS_KEPT:
-        records.pop(next(iter(records)))
+    folder = _records_folder(root)
     try:
-        write_json(os.path.dirname(_records_path(root)), _records_path(root), records)
+        write_json(folder, _record_path(root, key), {"key": key, "inputs": states, **answer})
+        kept = sorted((e for e in os.scandir(folder) if e.name.endswith(".json")), key=lambda e: e.stat().st_mtime_ns)
+        for entry in kept[:-RECORDS_KEPT]:
+            os.unlink(entry.path)
     except OSError as exc:
         return f"run record not written: {exc.strerror or exc}"
     return None
