@@ -302,12 +302,12 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         finally:
             run_record.finished_run()
     try:
+        if not run_record.may_write():  # a server's command, a second run: use a record, record nothing
+            root, key = _record_key(paths, resolver, options)
+            kept = run_record.load(root, key)
+            return _from_record(kept) if kept is not None else _run(paths, resolver, options, None, progress)
         with run_record.recording() as inputs:
-            root = resolver.for_path(paths[0]).root
-            from mplint.facts.target import environment_fingerprint
-
-            key = run_record.run_key(paths, options.force_exclude, f"{resolver.fingerprint()}|{options.unsafe}",
-                                     environment_fingerprint())
+            root, key = _record_key(paths, resolver, options)
             kept = run_record.load(root, key)
             if kept is not None:
                 return _from_record(kept)
@@ -321,6 +321,15 @@ def run(paths: Iterable[str], resolver: ConfigResolver, options: RunOptions, std
         return result
     finally:
         run_record.finished_run()
+
+
+def _record_key(paths: list[str], resolver: ConfigResolver, options: RunOptions) -> tuple[str, str]:
+    """(the folder the run's record is kept in, its key)."""
+    from mplint.facts.target import environment_fingerprint
+
+    root = resolver.for_path(paths[0]).root
+    return root, run_record.run_key(paths, options.force_exclude, f"{resolver.fingerprint()}|{options.unsafe}",
+                                    environment_fingerprint())
 
 
 def _record_of(result: RunResult) -> dict:

@@ -79,6 +79,11 @@ _clean = True  # nothing was read in this process before the first recording
 _in_hook = False  # the hook's own listing and stat raise events too
 
 
+def may_write() -> bool:
+    """Whether a run of this process may write a record (nothing read before it)."""
+    return _clean
+
+
 def disable() -> None:
     """This process has read project files before (a server, a language server): its
     runs may use records, never write one."""
