@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from mplint.analysis.calls import callee_name
-from mplint.facts.model_graph import ModelGraph
+from mplint.analysis.calls import arg_value, callee_name, get_arg
+from mplint.facts.model_graph import SEQUENTIAL_CLASSES, ModelGraph
 from mplint.facts.policy import PolicySetting, scope_of
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ def late_mixed_settings(facts: "ModuleFacts") -> list[tuple[PolicySetting, list[
             call
             for call in created
             if scope_of(facts, call) is scope
+            and not _given_its_dtype(facts, call)
             and index.before(call, setting.call)
             and not index.contains(setting.call, call)
             and not any(index.before(g, call) and index.contains(scope_of(facts, g), call) for g in global_calls)
@@ -82,3 +83,17 @@ def _models_of_other_modules(facts: "ModuleFacts") -> list[cst.Call]:
         if name[:1].isupper() and not (isinstance(assign.value.func, cst.Name) and name in local_classes):
             found.append(assign.value)
     return found
+
+
+def _given_its_dtype(facts: "ModuleFacts", call: cst.Call) -> bool:
+    """A layer built with its own `dtype=` (`Dense(1, dtype=tf.float16)`), or a Sequential
+    of such layers only: the global policy set later would not have applied to it."""
+    if get_arg(call, None, "dtype") is not None:
+        return True
+    if facts.qualified(call.func) not in SEQUENTIAL_CLASSES:
+        return False
+    layers = arg_value(call, 0, "layers")
+    if not isinstance(layers, (cst.List, cst.Tuple)) or not layers.elements:
+        return False
+    return all(isinstance(e, cst.Element) and isinstance(e.value, cst.Call) and get_arg(e.value, None, "dtype") is not None
+               for e in layers.elements)

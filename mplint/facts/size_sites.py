@@ -62,7 +62,12 @@ SIZE_ARGUMENTS: dict[str, tuple[str, int, str, str]] = {
         "SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D", "SeparableConvolution2D",
     )},
 }
-WRAPPERS = frozenset({"Bidirectional", "TimeDistributed"})
+WRAPPERS = frozenset({"Bidirectional", "TimeDistributed", "WeightNormalization", "SpectralNormalization"})
+# Wrappers of other libraries, by their canonical names (the layer they wrap keeps its role).
+_OTHER_WRAPPERS = {
+    "tensorflow_addons.layers.WeightNormalization": "WeightNormalization",
+    "tensorflow_addons.layers.SpectralNormalization": "SpectralNormalization",
+}
 # Layers with no size of their own: an output traced back through them is the layer before.
 _WEIGHTLESS_PREFIXES = (
     "Activation", "Softmax", "ReLU", "LeakyReLU", "ELU", "PReLU", "ThresholdedReLU", "Dropout",
@@ -186,6 +191,8 @@ class TensorCoreSites:
         if not isinstance(call, cst.Call):
             return None
         qualified = self.facts.qualified(call.func)
+        if qualified in _OTHER_WRAPPERS:
+            return _OTHER_WRAPPERS[qualified]
         if qualified is None or not qualified.startswith("keras.layers."):
             return None
         parts = qualified.split(".")[2:]
