@@ -699,16 +699,13 @@ class Float16Code:
         - assumed: every one is the value of a function of another project module, or a
           comparison (booleans), whose dtype mplint does not follow.
         """
-        kinds = [self._origin(o) for o in operands if o is not None and self.constant(o) is None]
-        for kind, why in kinds:
-            if kind == "float16":
-                return Premise(DTYPE, "float16", Status.PROVED, why)
-        for kind, why in kinds:
-            if kind == "activation":
-                return Premise(DTYPE, "float16", Status.INFERRED,
-                               "the layer code's own tensor: its compute dtype, float16 under mixed_float16")
-        why = next((why for _, why in kinds), "no tensor operand")
-        return Premise(DTYPE, "float16", Status.ASSUMED, why)
+        kind, why = _strongest([self._origin(o) for o in operands if o is not None and self.constant(o) is None])
+        if kind == "float16":
+            return Premise(DTYPE, "float16", Status.PROVED, why)
+        if kind == "activation":
+            return Premise(DTYPE, "float16", Status.INFERRED,
+                           "the layer code's own tensor: its compute dtype, float16 under mixed_float16")
+        return Premise(DTYPE, "float16", Status.ASSUMED, why or "no tensor operand")
 
     def _origin(self, expr: cst.BaseExpression, depth: int = 0) -> tuple[str, str]:
         """("float16" | "activation" | "unknown", why) for one operand."""
@@ -721,11 +718,7 @@ class Float16Code:
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
             parts = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
             found = [self._origin(p, depth + 1) for p in parts if self.constant(p) is None]
-            for wanted in ("float16", "activation"):
-                for kind, why in found:
-                    if kind == wanted:
-                        return kind, why
-            return found[0] if found else ("activation", "")
+            return _strongest(found) if found else ("activation", "")
         if isinstance(expr, cst.Subscript):
             return self._origin(expr.value, depth + 1)
         if isinstance(expr, cst.Name):
@@ -762,8 +755,7 @@ class Float16Code:
         if project is None or names is None:
             return None
         raw = names.raw(call.func)
-        found = project.resolve(raw) if raw is not None else None
-        return found
+        return project.resolve(raw) if raw is not None else None
 
     # -- being dtype-aware already --------------------------------------------------------------
     def under_dtype_branch(self, node: cst.CSTNode) -> bool:
@@ -884,3 +876,13 @@ def _is_init_call(func: cst.BaseExpression) -> bool:
 
 def _callee_name(call: cst.Call) -> str:
     return dotted_name(call.func) or (call.func.attr.value if isinstance(call.func, cst.Attribute) else "")
+
+
+def _strongest(origins: list[tuple[str, str]]) -> tuple[str, str]:
+    """The origin a set of operands gives their result: float16 if one is, else the
+    layer's own tensor if one is, else the first unknown (("", "") for none)."""
+    for wanted in ("float16", "activation"):
+        for kind, why in origins:
+            if kind == wanted:
+                return kind, why
+    return origins[0] if origins else ("", "")

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value, callee_name, get_arg
-from mplint.facts.model_graph import SEQUENTIAL_CLASSES, ModelGraph
+from mplint.analysis.calls import callee_name, get_arg
+from mplint.facts.model_graph import SEQUENTIAL_CLASSES, ModelGraph, listed_layers
 from mplint.facts.policy import PolicySetting, scope_of
 
 if TYPE_CHECKING:
@@ -92,8 +92,5 @@ def _given_its_dtype(facts: "ModuleFacts", call: cst.Call) -> bool:
         return True
     if facts.qualified(call.func) not in SEQUENTIAL_CLASSES:
         return False
-    layers = arg_value(call, 0, "layers")
-    if not isinstance(layers, (cst.List, cst.Tuple)) or not layers.elements:
-        return False
-    return all(isinstance(e, cst.Element) and isinstance(e.value, cst.Call) and get_arg(e.value, None, "dtype") is not None
-               for e in layers.elements)
+    layers = listed_layers(call)
+    return bool(layers) and all(layer is not None and get_arg(layer, None, "dtype") is not None for layer in layers)

@@ -864,11 +864,10 @@ class ModelGraph:
     def _preprocessing_sequential(self, call: cst.Call) -> bool:
         """`Sequential([Resizing(...), Rescaling(...), RandomFlip(...)])`: preprocessing
         layers only, written in the call (an input pipeline, best kept in float32)."""
-        layers = arg_value(call, 0, "layers")
-        if not isinstance(layers, (cst.List, cst.Tuple)):
+        layers = listed_layers(call)
+        if layers is None:
             return False
-        names = [self.qualified(e.value.func) if isinstance(e, cst.Element) and isinstance(e.value, cst.Call) else None
-                 for e in layers.elements]
+        names = [self.qualified(layer.func) if layer is not None else None for layer in layers]
         kept = [n for n in names if n not in INPUTS]
         return bool(kept) and all(n is not None and _is_preprocessing(n) for n in kept)
 
@@ -897,6 +896,15 @@ _PREPROCESSING = frozenset(
         "AutoContrast", "Equalization", "Solarization", "MelSpectrogram", "STFTSpectrogram",
     }
 )
+
+
+def listed_layers(call: cst.Call) -> list[cst.Call | None] | None:
+    """The layers a `Sequential([...])` call lists (None for an element that is not a
+    constructor call); None when its layers are not a list written in the call."""
+    layers = arg_value(call, 0, "layers")
+    if not isinstance(layers, (cst.List, cst.Tuple)):
+        return None
+    return [e.value if isinstance(e, cst.Element) and isinstance(e.value, cst.Call) else None for e in layers.elements]
 
 
 def is_preprocessing_only(graph: "ModelGraph", model: ModelDef) -> bool:

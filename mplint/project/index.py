@@ -84,7 +84,7 @@ class ProjectIndex:
         self._definitions: dict[str, tuple[str, str, str] | None] = {}
         self._script_imports: dict[tuple[str, str], str] = {}  # see `_from_script_folder`
         self._policy_modules: set[str] | None = None
-        self._mentions_mixed_precision: bool | None = None
+        self._mentions_cache: dict[str, bool] | None = None  # see `_mentions`
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
         # Per module: the project functions it calls that choose among several policies,
@@ -183,7 +183,7 @@ class ProjectIndex:
         self._script_imports.clear()
         self._externals.clear()
         self._target = _UNSET
-        self._mentions_mixed_precision = None
+        self._mentions_cache = None
         if module is None:
             return
         old_table = self._tables.pop(module, _UNSET)
@@ -755,28 +755,40 @@ class ProjectIndex:
         self._externals[module] = found
         return found
 
+    def _mentions(self) -> dict[str, bool]:
+        """Which of the scans' mixed-precision flags some file of the project has (one
+        walk over the project's scans until a file changes: every library finding's
+        policy premise asks)."""
+        if self._mentions_cache is None:
+            flags = ("mixed_precision", "float16", "bfloat16", "graph_rewrite", "float16_policy")
+            found = dict.fromkeys(flags, False)
+            for path in self.paths:
+                scan = self.scan(path)
+                for flag in flags:
+                    found[flag] = found[flag] or getattr(scan, flag)
+            self._mentions_cache = found
+        return self._mentions_cache
+
     def mentions_float16(self) -> bool:
         """False only for a project that names bfloat16 and never float16 mixed precision
         (its own mixed precision is bfloat16: float16 hazards are its users' guess)."""
-        scans = [self.scan(path) for path in self.paths]
-        return any(s.float16 for s in scans) or not any(s.bfloat16 for s in scans)
+        mentions = self._mentions()
+        return mentions["float16"] or not mentions["bfloat16"]
 
     def float16_only_from_the_graph_rewrite(self) -> bool:
         """Whether the project's float16 is the graph rewrite: some file turns it on, and
         no file (code, tests or notebooks) names a float16 Keras policy."""
-        scans = [self.scan(path) for path in self.paths]
-        return any(s.graph_rewrite for s in scans) and not any(s.float16_policy for s in scans)
+        mentions = self._mentions()
+        return mentions["graph_rewrite"] and not mentions["float16_policy"]
 
     def names_float16_policy(self) -> bool:
         """Whether some file of the project (code, tests or notebooks) names a float16
         Keras policy in its code (`"mixed_float16"`, `set_floatx("float16")`)."""
-        return any(self.scan(path).float16_policy for path in self.paths)
+        return self._mentions()["float16_policy"]
 
     def mentions_mixed_precision(self) -> bool:
         """Whether any file of the project names a mixed-precision API or policy."""
-        if self._mentions_mixed_precision is None:
-            self._mentions_mixed_precision = any(self.scan(path).mixed_precision for path in self.paths)
-        return self._mentions_mixed_precision
+        return self._mentions()["mixed_precision"]
 
     def mixed_policies(self, module: str) -> tuple[frozenset[str], tuple[str, ...]]:
         """Mixed policies other modules can bring into `module` (their callers' states,
