@@ -5,14 +5,19 @@ from __future__ import annotations
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, quote_like, string_value
-from mplint.core.diagnostics import FixAvailability, Severity
-from mplint.facts.policy import PolicySetting, is_policy_constructor
 from mplint.catalogue.rule import Replace, Rule
-
-from mplint.facts.model_graph import ModelGraph, is_preprocessing_only
-from mplint.facts.test_modules import is_test_file
-from mplint.facts.layer_variables import never_built, owns_no_float_variables, under_variable_creator, untrained_entry_point
+from mplint.core.diagnostics import ROLE, FixAvailability, Severity, Status
 from mplint.facts.late_policy import late_mixed_settings
+from mplint.facts.layer_variables import (
+    never_built,
+    owns_no_float_variables,
+    training_premise,
+    under_variable_creator,
+    untrained_entry_point,
+)
+from mplint.facts.model_graph import ModelGraph, is_preprocessing_only
+from mplint.facts.policy import PolicySetting, is_policy_constructor
+from mplint.facts.test_modules import is_test_file
 from mplint.fixes.output_fix import OutputFix, half_dtype
 
 PURE_HALF = {"float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
@@ -70,10 +75,17 @@ class Float16Variables(Rule):
     and serialized (never built), and `set_floatx("float16")` inside a
     `tf.variable_creator_scope` / custom-getter scope (manual mixed precision: float32
     master variables cast to float16), nor in test modules (a test picks its dtypes on
-    purpose: a float16 reference, the dtype under test). Reported as info, without a fix,
-    where nothing trains the variables: a non-trainable layer, or a script that never
-    fits, applies gradients or compiles with an optimizer (inference, checkpoint
-    conversion keep float16 weights on purpose).
+    purpose: a float16 reference, the dtype under test).
+
+    The finding rests on a role premise: that something trains the variables. It is
+    proved where the module itself trains (fits, applies gradients, records a tape,
+    calls an estimator's or a framework's `train`), inferred where a module that imports
+    it (directly or through others) trains, and only assumed otherwise: layer code that
+    nothing in the project trains (an inference port with float16 weights) is in the
+    extended tier, without a fix. Where nothing trains the variables for sure (a
+    non-trainable layer, a script that never fits, applies gradients or compiles with an
+    optimizer: inference and checkpoint conversion keep float16 weights on purpose) the
+    finding is an info in the extended tier, without a fix.
 
     ## Why is this bad?
     Under a pure float16 policy the layer's *variables* are float16 too, not only its
@@ -99,13 +111,14 @@ class Float16Variables(Rule):
     no longer load as it did, and numerics change. The fix rewrites the policy string
     where it is written (also a constant or a `Policy(...)` argument); a
     `set_floatx("float16")` call is reported without a fix, since the replacement is a
-    different API.
+    different API. No fix where the role premise is only assumed.
     """
 
     code = "MP103"
     name = "float16-variables"
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES
+    premises = (ROLE,)  # that something trains the variables
 
     def check(self) -> None:
         if is_test_file(self.facts.path):
@@ -151,6 +164,7 @@ class Float16Variables(Rule):
                     if untrained else
                     f"use the `{PURE_HALF[name]}` policy (set_global_policy) to keep variables in float32"),
                 severity=Severity.INFO if untrained else None,
+                premises=(training_premise(self.facts, untrained),),
             )
             return
         self._report(setting.call, setting.argument, name, what)
@@ -164,7 +178,8 @@ class Float16Variables(Rule):
             if untrained else f"use {mixed!r} (float32 variables, {name} compute)")
         literal = _policy_literal(self.facts, expr)
         fix = None
-        if untrained:
+        trained = training_premise(self.facts, untrained)
+        if untrained or trained.status is Status.ASSUMED:
             pass  # kept in float16 on purpose as often as not: no fix to apply blindly
         elif literal is not None and string_value(literal) == name:
             fix = self.fix(f"Use the {mixed!r} policy", [Replace(literal, quote_like(literal, mixed))], unsafe=True)
@@ -172,7 +187,7 @@ class Float16Variables(Rule):
             f"tensorflow.{name}", f"tensorflow.dtypes.{name}"
         ):
             fix = self.fix(f"Use the {mixed!r} policy", [Replace(expr, cst.SimpleString(f'"{mixed}"'))], unsafe=True)
-        self.report(node, message, fix=fix, severity=Severity.INFO if untrained else None)
+        self.report(node, message, fix=fix, severity=Severity.INFO if untrained else None, premises=(trained,))
 
 
 class Float16OnTpu(Rule):

@@ -194,20 +194,59 @@ print(lm.generate("What is mixed precision?", max_length=64))
 '''
 
 
-def test_an_inference_script_gets_an_info_that_does_not_fail_the_run(cli, tmp_path):
-    """`from_preset` then `generate` under bfloat16 variables: fine for inference, an info;
-    infos are reported but fail the run only with `--fail-on info`."""
+def test_an_inference_script_gets_an_extended_info_that_does_not_fail_the_run(cli, tmp_path):
+    """`from_preset` then `generate` under bfloat16 variables: nothing trains them, so the
+    role premise is only assumed (extended tier), and the finding is an info; infos fail
+    the run only with `--fail-on info`."""
     write(tmp_path / "generate.py", INFERENCE_SCRIPT)
-    result = cli(["--no-cache", "generate.py"], cwd=tmp_path)
+    default = cli(["--no-cache", "generate.py"], cwd=tmp_path)
+    assert default.exit_code == 0 and "MP103" not in default.stdout
+    result = cli(["--no-cache", "--extended", "generate.py"], cwd=tmp_path)
     assert result.exit_code == 0 and "generate.py:4:1: MP103" in result.stdout and "trains nothing" in result.stdout
-    assert cli(["--no-cache", "--fail-on", "info", "generate.py"], cwd=tmp_path).exit_code == 1
-    hidden = cli(["--no-cache", "--min-severity", "warning", "generate.py"], cwd=tmp_path)
+    assert "role assumed" in result.stdout
+    assert cli(["--no-cache", "--extended", "--fail-on", "info", "generate.py"], cwd=tmp_path).exit_code == 1
+    hidden = cli(["--no-cache", "--extended", "--min-severity", "warning", "generate.py"], cwd=tmp_path)
     assert hidden.exit_code == 0 and "MP103" not in hidden.stdout
-    write(tmp_path / "mplint.toml", 'fail-on = "info"\n')
+    write(tmp_path / "mplint.toml", 'fail-on = "info"\nextended = true\n')
     assert cli(["--no-cache", "generate.py"], cwd=tmp_path).exit_code == 1
     write(tmp_path / "mplint.toml", 'fail-on = "sometimes"\n')
     bad = cli(["--no-cache", "generate.py"], cwd=tmp_path)
     assert bad.exit_code == 2 and "fail-on" in bad.stderr
+
+
+def test_float16_variables_rest_on_something_training_them(cli, tmp_path):
+    """MP103's role premise: proved where the module trains, inferred where a module
+    that imports it trains, assumed (extended tier, no fix) where nothing does."""
+    write(tmp_path / "pyproject.toml", '[project]\nname = "p"\n')
+    write(tmp_path / "layers.py", 'import keras\n\n\ndef block():\n    return keras.layers.Dense(8, dtype="float16")\n')
+    (finding,) = _json(cli, ["--extended", "layers.py"], tmp_path)
+    (role,) = [p for p in finding["premises"] if p["fact"] == "role"]
+    assert (role["status"], finding["tier"], finding["fix"]) == ("assumed", "extended", None)
+    write(tmp_path / "train.py", "from layers import block\n\nblock().fit(None)\n")
+    (finding,) = _json(cli, ["layers.py"], tmp_path)
+    (role,) = [p for p in finding["premises"] if p["fact"] == "role"]
+    assert (role["status"], finding["tier"]) == ("inferred", "default") and "`train`" in role["evidence"]
+    assert finding["fix"]["applicability"] == "unsafe"
+    write(tmp_path / "train.py", "from layers import block\n\nblock().predict(None)\n")
+    assert _json(cli, ["layers.py"], tmp_path) == []  # the edited importer no longer trains
+
+
+def test_the_findings_cache_follows_a_trainer_two_imports_away(cli, tmp_path):
+    """A file's cached findings depend on whether a module that imports it, even through
+    another, trains: editing that module re-checks it."""
+    write(tmp_path / "pyproject.toml", '[project]\nname = "p"\n')
+    write(tmp_path / "layers.py", 'import keras\n\n\ndef block():\n    return keras.layers.Dense(8, dtype="float16")\n')
+    write(tmp_path / "model.py", "from layers import block\n\n\ndef build():\n    return block()\n")
+    write(tmp_path / "train.py", "from model import build\n\nbuild().fit(None)\n")
+
+    def codes():
+        result = cli(["--output-format", "json", "layers.py"], cwd=tmp_path)
+        assert result.exit_code in (0, 1), result.stderr
+        return [f["code"] for f in json.loads(result.stdout)]
+
+    assert codes() == ["MP103"]
+    write(tmp_path / "train.py", "from model import build\n\nbuild().predict(None)  # no longer trains\n")
+    assert codes() == []
 
 
 def test_a_policy_chosen_by_a_selectors_argument_is_assumed(cli, tmp_path):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, string_value
+from mplint.core.diagnostics import ROLE, Premise, Status
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -47,7 +48,8 @@ _BUILDING_METHODS = frozenset({"build", "__call__", "call", "add", "predict", "f
 # Functions a layer is handed to only to (de)serialize or inspect it.
 _SERIALIZING = ("serialize", "deserialize", "roundtrip", "round_trip", "get_config", "from_config", "to_json",
                 "assert", "config")
-_TRAINING_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "apply_gradients", "minimize", "train_step"})
+_TRAINING_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "apply_gradients", "minimize", "train_step",
+                               "train"})  # `train`: an estimator's, DeepXDE's
 _APP_RUN = frozenset({"absl.app.run", "tensorflow.app.run", "tensorflow.compat.v1.app.run"})
 _TAPES = frozenset({"tensorflow.GradientTape", "tensorflow.gradients", "tensorflow.compat.v1.gradients"})
 
@@ -122,6 +124,21 @@ def trains_anything(facts: "ModuleFacts") -> bool:
 
 _EVALUATION_METHODS = frozenset({"predict", "predict_on_batch", "predict_generator", "evaluate", "evaluate_generator",
                                  "test_on_batch"})
+
+
+def training_premise(facts: "ModuleFacts", untrained: str | None) -> Premise:
+    """That something trains the variables (MP103's role premise): proved where this module
+    trains; inferred where a module that imports it (directly or through others) trains;
+    otherwise only assumed (`untrained`: why nothing here trains them, if nothing does)."""
+    value = "trained variables"
+    if untrained is None and trains_anything(facts):
+        return Premise(ROLE, value, Status.PROVED, "this module trains (fits, applies gradients or records a tape)")
+    if untrained is not None:
+        return Premise(ROLE, value, Status.ASSUMED, f"{untrained}: float16 variables may be kept on purpose")
+    trainer = facts.project.trainer() if facts.project is not None else None
+    if trainer is not None:
+        return Premise(ROLE, value, Status.INFERRED, f"trained by `{trainer}`, which imports this module")
+    return Premise(ROLE, value, Status.ASSUMED, "nothing here, and no module that imports this one, trains")
 
 
 def untrained_entry_point(facts: "ModuleFacts") -> str | None:

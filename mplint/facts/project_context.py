@@ -91,6 +91,10 @@ class ProjectContext(Protocol):
         file turns it on and none names a float16 Keras policy (`mixed_float16`,
         `set_floatx("float16")`) in its code."""
 
+    def trainer(self) -> str | None:
+        """A module of the project (not a test) that imports this one, directly or through
+        others, and trains something (fits, applies gradients, records a tape)."""
+
     def importers(self) -> tuple[str, ...]:
         """The project's modules (tests aside) that import this one: code at this
         module's top runs in their programs too."""

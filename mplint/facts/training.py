@@ -282,7 +282,40 @@ class TrainingLoops:
                 return before[-1]
             if scope is not self.index.module:
                 return None
+        if scope is self.index.module and len(usable) > 1:
+            at_calls = self._binding_where_called(at, usable)
+            if at_calls is not None:
+                return at_calls
         return usable[-1]
+
+    def _binding_where_called(self, at: cst.CSTNode, usable: list[_Binding]) -> _Binding | None:
+        """A module global read in a module function is the binding in force where the
+        function is called: the last one before each call at the module's top level, when
+        the calls agree (a script that rebinds `optimizer` for a second experiment after
+        running the first). None where the function is not called at the top level, or
+        the calls see different bindings."""
+        function: cst.CSTNode | None = self.index.enclosing(at, cst.FunctionDef)
+        while function is not None and self.scope_of(function) is not self.index.module:
+            function = self.index.enclosing(function, cst.FunctionDef)
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        name = function.name.value
+        redefined = [d for d in self.index.module.body
+                     if isinstance(d, cst.FunctionDef) and d.name.value == name and self.index.before(function, d)]
+        end = redefined[0] if redefined else None
+        seen: set[int] = set()
+        found: _Binding | None = None
+        for call in self._flow_nodes(self.index.module):
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == name):
+                continue
+            if not self.index.before(function, call) or (end is not None and not self.index.before(call, end)):
+                continue
+            before = [b for b in usable if self.index.before(b.statement, call)]
+            if not before:
+                return None
+            found = before[-1]
+            seen.add(id(found))
+        return found if len(seen) == 1 else None
 
     # -- optimizers -------------------------------------------------------------------
     def optimizer(self, expr: cst.BaseExpression, at: cst.CSTNode | None = None, depth: int = 0) -> OptimizerInfo:

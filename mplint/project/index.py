@@ -85,6 +85,7 @@ class ProjectIndex:
         self._script_imports: dict[tuple[str, str], str] = {}  # see `_from_script_folder`
         self._policy_modules: set[str] | None = None
         self._mentions_cache: dict[str, bool] | None = None  # see `_mentions`
+        self._trainers: dict[str, str | None] = {}  # see `trainer_of`
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
         # Per module: the project functions it calls that choose among several policies,
@@ -184,6 +185,7 @@ class ProjectIndex:
         self._externals.clear()
         self._target = _UNSET
         self._mentions_cache = None
+        self._trainers.clear()
         if module is None:
             return
         old_table = self._tables.pop(module, _UNSET)
@@ -344,6 +346,31 @@ class ProjectIndex:
                     graph.setdefault(imported, set()).add(name)
             self._importers = graph
         return self._importers.get(module, set())
+
+    def trainer_of(self, module: str) -> str | None:
+        """The nearest module (not a test) that imports `module`, directly or through
+        others, and trains something; None where none does."""
+        if module in self._trainers:
+            return self._trainers[module]
+        self._trainers[module] = found = self._find_trainer(module)
+        return found
+
+    def _find_trainer(self, module: str) -> str | None:
+        seen = {module}
+        frontier = sorted(self.importers_of(module))
+        while frontier:
+            following: list[str] = []
+            for name in frontier:
+                if name in seen:
+                    continue
+                seen.add(name)
+                if self.is_test(name):
+                    continue
+                if self.scan(self.path_of[name]).trains:
+                    return name
+                following.extend(sorted(self.importers_of(name)))
+            frontier = following
+        return None
 
     def _absolute_module(self, module: str, level: int, name: str) -> str | None:
         if level == 0:
@@ -1017,6 +1044,7 @@ class ProjectIndex:
             parts.append(repr(sorted((k, sorted(v)) for k, v in external.constructions.items())))
             parts.append(repr(sorted(external.after)))
         parts += [self._key_part(other) for other in sorted(related)]
+        parts.append(f"trained by {self.trainer_of(module)}")
         return "|".join(parts)
 
     def _key_part(self, module: str) -> str:
@@ -1098,6 +1126,9 @@ class ModuleContext:
 
     def names_float16_policy(self) -> bool:
         return True if self._record else self.index.names_float16_policy()
+
+    def trainer(self) -> str | None:
+        return None if self._record else self.index.trainer_of(self.module)
 
     def importers(self) -> tuple[str, ...]:
         if self._record:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 
-from mplint.facts.test_modules import is_test_file
 from mplint.facts.target import sets_legacy_keras
+from mplint.facts.test_modules import is_test_file
 
 _FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^#;]+)")
 _IMPORT = re.compile(r"import[ \t]+([^#;]+)")
@@ -35,6 +35,11 @@ _FLOAT16_POLICY = re.compile(
     r"mixed_float16|\b(?:set_floatx|Policy|DTypePolicy|set_global_policy|set_policy|set_dtype_policy)\(\s*['\"]float16['\"]")
 _GRAPH_REWRITE = re.compile(r"auto_mixed_precision|AUTO_MIXED_PRECISION|mixed_precision_graph_rewrite")
 _FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
+# What trains a model: fitting, applying gradients, recording a tape, an estimator's or a
+# framework's `train` (DeepXDE, tf.estimator). The parse confirms it is a call.
+_TRAINING_CALL = re.compile(r"\.(?:fit|fit_generator|train_on_batch|apply_gradients|minimize|train)\s*\(|GradientTape\b")
+TRAINING_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "apply_gradients", "minimize", "train",
+                              "GradientTape"})
 
 
 
@@ -54,12 +59,13 @@ class FileScan:
     bfloat16: bool = False  # names bfloat16
     float16_policy: bool = False  # names a float16 Keras policy (`mixed_float16`, `set_floatx("float16")`)
     graph_rewrite: bool = False  # names the float16 graph rewrite (`auto_mixed_precision`, `..._graph_rewrite`)
+    trains: bool = False  # calls something that trains (fit, apply_gradients, a GradientTape, ...)
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_json(cls, data: dict) -> "FileScan":
+    def from_json(cls, data: dict) -> FileScan:
         scan = cls(**data)
         scan.imports = [(level, module, list(names)) for level, module, names in scan.imports]
         return scan
@@ -92,6 +98,7 @@ def scan_text(text: str, path: str) -> FileScan:
     scan.bfloat16 = "bfloat16" in text
     scan.float16_policy = scan.float16 and _FLOAT16_POLICY.search(text) is not None and _names_float16_policy(parsed)
     scan.graph_rewrite = scan.float16 and _GRAPH_REWRITE.search(text) is not None
+    scan.trains = _TRAINING_CALL.search(text) is not None and _calls_a_trainer(parsed)
     return scan
 
 
@@ -132,6 +139,24 @@ def _calls_a_setter(parsed: _Parsed) -> bool:
             func = node.func
             kind = type(func)
             if (kind is Name and func.id in _SETTERS) or (kind is Attribute and func.attr in _SETTERS):
+                return True
+    return False
+
+
+def _calls_a_trainer(parsed: _Parsed) -> bool:
+    """Whether the module's code calls something that trains (not a comment or a string);
+    the blanked-text test where it does not parse."""
+    import ast
+
+    tree = parsed.tree
+    if tree is None:
+        return _TRAINING_CALL.search(code_only(parsed.text)) is not None
+    Call, Name, Attribute = ast.Call, ast.Name, ast.Attribute
+    for node in ast.walk(tree):
+        if type(node) is Call:
+            func = node.func
+            kind = type(func)
+            if (kind is Attribute and func.attr in TRAINING_METHODS) or (kind is Name and func.id == "GradientTape"):
                 return True
     return False
 
