@@ -22,6 +22,8 @@ Decisions (also in docs/tensor-cores.md):
   function or at module level, `tf.config.set_visible_devices([], "GPU")`, a
   `with tf.device("/cpu:0")` block) runs on the CPU, which has no Tensor Cores: nothing
   is reported there (`mplint/facts/cpu_only.py`). A setting under an `if` keeps the findings.
+- Test modules are not checked: a test's sizes are toy sizes picked to run fast (and
+  the sizes a layer test exercises), never a throughput the user pays for.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from mplint.facts.size_sites import (
 )
 
 from mplint.facts.cpu_only import CpuOnly
+from mplint.facts.test_modules import is_test_file
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -129,6 +132,8 @@ class TensorCoreFindings:
         policy = facts.policy
         self.global_float16 = policy.global_float16_somewhere
         self.by_code: dict[str, list[TensorCoreFinding]] = {}
+        if is_test_file(facts.path):
+            return  # toy sizes picked to run fast: no throughput to win
         if self.global_float16 or policy.float16:
             self._decide()
 
