@@ -97,13 +97,17 @@ class Float16Variables(Rule):
     ## Example
     ```python
     tf.keras.mixed_precision.set_global_policy("float16")
-    layer = tf.keras.layers.Dense(64, dtype="float16")
+    model = tf.keras.Sequential([tf.keras.layers.Dense(64, dtype="float16")])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, y)
     ```
 
     ## Use instead
     ```python
     tf.keras.mixed_precision.set_global_policy("mixed_float16")
-    layer = tf.keras.layers.Dense(64, dtype="mixed_float16")
+    model = tf.keras.Sequential([tf.keras.layers.Dense(64, dtype="mixed_float16")])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, y)
     ```
 
     ## Fix safety

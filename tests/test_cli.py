@@ -10,7 +10,7 @@ import pytest
 from mplint import __version__
 from tests.conftest import write
 
-FLOAT16_POLICY = 'import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+FLOAT16_POLICY = 'import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 TEST_HEADER = "# mixed_float16\n"
 
 

@@ -110,6 +110,17 @@ class Float16Arithmetic:
             return None
         return None
 
+    def single_constant_step(self, value: cst.BaseExpression) -> bool:
+        """Whether `value` meets exactly one arithmetic step, with a number
+        (`x.astype("float16") / 255`), and its result reaches no other arithmetic."""
+        parent = self.index.parent_of(value)
+        if not (isinstance(parent, cst.BinaryOperation) and type(parent.operator) in _OPERATORS):
+            return False
+        other = parent.right if parent.left is value else parent.left
+        if isinstance(other, cst.UnaryOperation) and isinstance(other.operator, cst.Minus):
+            other = other.expression
+        return isinstance(other, (cst.Integer, cst.Float)) and self.after(parent) is None
+
     def _call_kind(self, call: cst.Call) -> str:
         """"move", "other", or the description of an arithmetic call."""
         qualified = self.facts.qualified(call.func)

@@ -85,6 +85,9 @@ class Float16Cast:
     dtype: cst.BaseExpression  # the expression that names float16 (fix target)
     context: str  # "a Dataset.map function", "data passed to `fit`", "data for a tf.data dataset"
     arithmetic: str  # what computes with the float16 value: "`/` after the cast", ...
+    # One step with a constant and nothing after it (`x.astype("float16") / 255`): it
+    # rounds within one float16 step of what float32 math and the model's cast give.
+    single_step: bool = False
 
 
 class InputPipeline:
@@ -132,7 +135,8 @@ class InputPipeline:
                 continue
             operation = arithmetic.after(call)
             if operation is not None:
-                yield Float16Cast(call, dtype, context, f"{operation} after the cast")
+                yield Float16Cast(call, dtype, context, f"{operation} after the cast",
+                                  arithmetic.single_constant_step(call))
 
     def declares_float16_input(self) -> bool:
         """Whether the module declares a float16 model input (`Input(dtype="float16")`,
