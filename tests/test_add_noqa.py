@@ -10,7 +10,7 @@ from nbformat import v4
 
 from tests.conftest import ROOT, write
 
-HEADER = 'import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy("mixed_float16")\n'
+HEADER = 'import tensorflow as tf\ndef train(model): return model.fit()\ntf.keras.mixed_precision.set_global_policy("mixed_float16")\n'
 
 
 def _add_noqa(mplint_exe, folder, *paths):
@@ -52,7 +52,7 @@ def test_several_codes_on_one_line_share_one_comment(mplint_exe, tmp_path):
         'tf.keras.mixed_precision.set_global_policy("mixed_float16")\n'
         "resolver = tf.distribute.cluster_resolver.TPUClusterResolver()\n"
         "layer = tf.keras.layers.Dense(10, activation='softmax', dtype='float16'); "
-        "model = tf.keras.Sequential([layer])\n"
+        "model = tf.keras.Sequential([layer]); model.fit()\n"
     )
     path = write(tmp_path / "m.py", source)
     before = _remaining(mplint_exe, tmp_path, "--output-format", "json", "m.py").stdout
@@ -150,7 +150,7 @@ def test_add_noqa_over_every_fixture_suppresses_everything_and_changes_no_code(m
 
 def test_a_cell_mplint_cannot_rewrite_is_left_alone_and_said_so(mplint_exe, tmp_path):
     # IPython runs an indented cell dedented; mplint checks it that way but never rewrites it.
-    indented = "    import tensorflow as tf\n    tf.keras.mixed_precision.set_global_policy('float16')\n"
+    indented = "    import tensorflow as tf\n    tf.keras.mixed_precision.set_global_policy('float16')\n    tf.keras.Model().fit()\n"
     notebook = v4.new_notebook()
     notebook.cells = [v4.new_code_cell(indented)]
     path = tmp_path / "nb.ipynb"

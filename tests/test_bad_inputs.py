@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import write
 
-FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 
 
 def _json(cli, cwd, *args):
@@ -101,7 +101,7 @@ def test_unreadable_directory_is_reported(cli, tmp_path, monkeypatch):
 
 
 def test_huge_file_is_skipped_with_a_message(cli, tmp_path, monkeypatch):
-    monkeypatch.setattr("mplint.inputs.source.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("mplint.inputs.source.MAX_FILE_BYTES", 150)
     write(tmp_path / "big.py", FLOAT16 + "# " + "x" * 200 + "\n")
     write(tmp_path / "small.py", FLOAT16)
     result, findings = _json(cli, tmp_path, ".")

@@ -11,7 +11,7 @@ import pytest
 from mplint.engine import runner
 from tests.conftest import write
 
-FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 
 
 def _count_engine_runs(monkeypatch):

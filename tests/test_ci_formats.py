@@ -21,6 +21,7 @@ MODEL = (
     "\n"
     "tf.keras.mixed_precision.set_global_policy('float16')\n"
     "layer = tf.keras.layers.Dense(64, dtype=\"bfloat16\")  # \U0001f680 \u00e9\n"
+    "layer.fit()\n"
 )
 FIXED = MODEL.replace("'float16'", "'mixed_float16'").replace('"bfloat16"', '"mixed_bfloat16"')
 BROKEN = "import tensorflow as tf\npolicy = 'mixed_float16'\nif policy:\nprint(policy)\n"
@@ -95,7 +96,7 @@ def test_github_nothing_to_report_prints_nothing(tmp_path):
 def test_github_notebook_annotation_points_into_the_ipynb(tmp_path):
     nb = v4.new_notebook()
     nb.cells = [v4.new_markdown_cell("hi"), v4.new_code_cell("import tensorflow as tf\nx = 1"),
-                v4.new_code_cell("y = 2\nlayer = tf.keras.layers.Dense(8, dtype='float16')")]
+                v4.new_code_cell("y = 2\nlayer = tf.keras.layers.Dense(8, dtype='float16')\nlayer.fit()")]
     nbformat.write(nb, str(tmp_path / "nb.ipynb"))
     result = mplint("nb.ipynb", "--output-format", "github")
     (line,) = result.output.splitlines()
@@ -168,7 +169,7 @@ def test_sarif_validates_and_carries_rules_regions_and_fixes(tmp_path):
 def test_sarif_notebook_results_validate_and_point_into_the_file(tmp_path):
     nb = v4.new_notebook()
     nb.cells = [v4.new_code_cell("import tensorflow as tf"),
-                v4.new_code_cell("%time x = 1\nlayer = tf.keras.layers.Dense(8, dtype='float16')")]
+                v4.new_code_cell("%time x = 1\nlayer = tf.keras.layers.Dense(8, dtype='float16')\nlayer.fit()")]
     nbformat.write(nb, str(tmp_path / "my notebook.ipynb"))
     result = mplint("my notebook.ipynb", "--output-format", "sarif")
     sarif = validate_sarif(result.output)

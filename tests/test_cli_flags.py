@@ -17,6 +17,7 @@ MODEL = (
     '    tf.keras.layers.Dense(64, activation="relu", dtype="float16"),\n'
     '    tf.keras.layers.Dense(10, activation="softmax"),\n'
     "])\n"
+    "model.fit(x, y)\n"
 )
 SAFE_FIXED = MODEL.replace(
     '    tf.keras.layers.Dense(10, activation="softmax"),\n',
@@ -88,7 +89,7 @@ def test_diff_prints_the_diff_and_exits_1_only_when_there_is_one(mplint_exe, pro
 def test_diff_with_only_unfixable_findings_exits_0(mplint_exe, tmp_path):
     # MP103's fix is unsafe: without --unsafe-fixes there is nothing to diff, and the
     # remaining finding does not change the exit code.
-    write(tmp_path / "m.py", 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n')
+    write(tmp_path / "m.py", 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n')
     result = mplint_exe(["check", "-n", "--diff", "m.py"], cwd=tmp_path)
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr == "No findings would be fixed (1 fix available with `--unsafe-fixes`).\n"

@@ -10,7 +10,7 @@ from nbformat import v4
 from tests.conftest import write
 from tests.test_cli_flags import ALL_FIXED, MODEL, SAFE_FIXED
 
-POLICY_FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+POLICY_FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 
 
 def test_dash_reads_stdin_and_reports_it_as_dash(mplint_exe, tmp_path):
@@ -118,4 +118,4 @@ def test_notebook_from_stdin(mplint_exe, tmp_path):
 def test_syntax_error_on_stdin_is_a_finding(mplint_exe, tmp_path):
     broken = POLICY_FLOAT16 + "if x:\nprint(1)\n"
     result = mplint_exe(["check", "-n", "-"], cwd=tmp_path, stdin=broken)
-    assert result.exit_code == 1 and "-:4:1: MP000 error: SyntaxError" in result.stdout
+    assert result.exit_code == 1 and "-:5:1: MP000 error: SyntaxError" in result.stdout

@@ -107,7 +107,7 @@ async def test_the_editor_offers_no_quick_fix_for_a_withheld_fix(client: Languag
 def test_a_notebook_mplint_cannot_write_back_offers_no_fix(tmp_path):
     """A notebook in a JSON layout mplint cannot reproduce is never rewritten, so its
     findings show no fix (and say why) instead of a `[*]` that --fix would not apply."""
-    source = "import tensorflow as tf\nlayer = tf.keras.layers.Dense(64, dtype='float16')\n"
+    source = "import tensorflow as tf\nlayer = tf.keras.layers.Dense(64, dtype='float16')\nlayer.fit()\n"
     notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
                            "source": source.splitlines(keepends=True)}],
                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}

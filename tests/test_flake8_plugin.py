@@ -12,6 +12,7 @@ MODEL = (
     "tf.keras.mixed_precision.set_global_policy('float16')\n"
     "layer = tf.keras.layers.Dense(64, dtype='float16')  # noqa: MP103\n"
     "other = tf.keras.layers.Dense(64, dtype='bfloat16')\n"
+    "other.fit()\n"
 )
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from mplint.inputs.source import atomic_write
 
-ORIGINAL = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n' + "# padding\n" * 400
+ORIGINAL = ('import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
+            + "# padding\n" * 400)
 FIXED = ORIGINAL.replace('"float16"', '"mixed_float16"')
 
 

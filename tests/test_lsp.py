@@ -21,6 +21,7 @@ FLOAT16_MODEL = (
     "import tensorflow as tf\n"
     "\n"
     "emoji = '\U0001f680'; layer = tf.keras.layers.Dense(64, dtype='float16')\n"
+    "layer.fit()\n"
 )
 MIXED_MODEL = FLOAT16_MODEL.replace("'float16'", "'mixed_float16'")
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS

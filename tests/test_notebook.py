@@ -16,8 +16,9 @@ from nbformat import v4
 
 from mplint.frontends.cli import main
 
-FLOAT16_LAYER = "layer = tf.keras.layers.Dense(64, dtype='float16')"
-MIXED_LAYER = "layer = tf.keras.layers.Dense(64, dtype='mixed_float16')"
+# `; layer.fit()`: something trains the variables (MP103's role premise), on one line.
+FLOAT16_LAYER = "layer = tf.keras.layers.Dense(64, dtype='float16'); layer.fit()"
+MIXED_LAYER = "layer = tf.keras.layers.Dense(64, dtype='mixed_float16'); layer.fit()"
 
 
 def mplint(*args: str):
@@ -67,7 +68,7 @@ def test_findings_are_cell_relative_in_text_and_json(tmp_path):
     result = mplint("train.ipynb", "--output-format", "json")
     findings = json.loads(result.output)
     assert [(f["code"], f["cell"], f["location"], f["end_location"]) for f in findings] == [
-        ("MP103", 3, {"row": 2, "column": 9}, {"row": 2, "column": len(FLOAT16_LAYER) + 1}),
+        ("MP103", 3, {"row": 2, "column": 9}, {"row": 2, "column": len(FLOAT16_LAYER) - len("; layer.fit()") + 1}),
     ]
     edit = findings[0]["fix"]["edits"][0]
     assert edit == {"content": "'mixed_float16'", "location": {"row": 2, "column": 41},

@@ -12,7 +12,7 @@ from nbformat import v4
 from tests.conftest import write
 from tests.test_cli_flags import MODEL
 
-POLICY = 'import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+POLICY = 'import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_grouped(mplint_exe, project):
 
 def test_grouped_aligns_rows_and_columns(mplint_exe, tmp_path):
     body = "\n" * 8 + 'tf.keras.mixed_precision.set_global_policy("float16")\n'
-    text = "import tensorflow as tf\n" + body + "layer = tf.keras.layers.Dense(8, dtype='float16')\n"
+    text = "import tensorflow as tf\n" + body + "layer = tf.keras.layers.Dense(8, dtype='float16')\nlayer.fit()\n"
     write(tmp_path / "m.py", text)
     lines = _report(mplint_exe, tmp_path, "grouped", "m.py").splitlines()
     assert lines[1].startswith("  10:1 MP103") and lines[2].startswith("  11:9 MP103")

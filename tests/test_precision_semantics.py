@@ -137,11 +137,18 @@ def test_untrained_float16_variables_are_an_info_without_a_fix(case_id):
     assert all("trains nothing" in f.message or "not trainable" in f.message for f in findings)
 
 
-def test_a_library_module_that_trains_nothing_keeps_the_warning():
-    findings, _ = lint_and_fix("""
+def test_a_library_module_that_nothing_trains_keeps_the_warning_in_the_extended_tier():
+    """Layer code nothing in sight trains: still a warning (its users may train it), but
+    its role premise is only assumed, so it is latent (extended tier) and has no fix."""
+    source = """
         import tensorflow as tf
 
         def build_head(units):
             return tf.keras.layers.Dense(units, dtype="float16")
-    """, frozenset({"MP103"}), "keras3")
-    assert [f.severity for f in findings] == [Severity.WARNING]
+    """
+    assert lint_and_fix(source, frozenset({"MP103"}), "keras3")[0] == []
+    findings, fixed = lint_and_fix(source, frozenset({"MP103"}), "keras3", extended=True)
+    assert [(f.severity, f.tier, f.fix) for f in findings] == [(Severity.WARNING, "extended", None)]
+    assert 'dtype="float16"' in fixed
+
+

@@ -47,7 +47,7 @@ FLOAT16_INPUTS = (
     "\n"
     "\n"
     "def from_arrays(images, labels):\n"
-    "    return tf.data.Dataset.from_tensor_slices((images.astype(np.float16) / 255.0, labels))\n"
+    "    return tf.data.Dataset.from_tensor_slices(((images.astype(np.float16) / 255.0 - 0.5) * 2.0, labels))\n"
 )
 FIXED_INPUTS = FLOAT16_INPUTS.replace("np.float16", "np.float32")
 
@@ -156,7 +156,7 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     assert checked.returncode == 1, output
     assert "mplint" in output and "Failed" in output
     assert "model.py:6:5: MP101" in output
-    assert "data.py:6:48: MP503" in output
+    assert "data.py:6:49: MP503" in output
     assert "notebooks/train.ipynb:cell 2:7:5: MP101" in output
     assert "scratch.py" not in output  # not staged
     assert "generated/" not in output  # excluded by the project's config, even when named

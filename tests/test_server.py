@@ -13,7 +13,7 @@ from tests.conftest import MPLINT_EXE, write
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the server forks")
 
-MIXED = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+MIXED = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 
 
 def _mplint(args, cwd, env, stdin=""):

@@ -23,7 +23,7 @@ from tests.conftest import MPLINT_EXE, write
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX") or not hasattr(os, "fork"),
                                 reason="Unix sockets")
 
-MIXED = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+MIXED = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.getuid() != 0, reason="needs root to own files or run as another uid")
 

@@ -37,7 +37,7 @@ def test_checking_a_file_without_mixed_precision_does_not_load_the_parser(tmp_pa
 
 def test_linting_a_mixed_precision_file_never_imports_tensorflow(tmp_path):
     (tmp_path / "m.py").write_text(
-        "import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy('float16')\n"
+        "import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy('float16')\ntf.keras.Model().fit()\n"
     )
     code = (
         "import sys; from click.testing import CliRunner; from mplint.frontends.cli import main;"

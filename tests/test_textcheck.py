@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mplint.engine.textcheck import check_text
 
-MODEL = "import tensorflow as tf\nlayer = tf.keras.layers.Dense(8, dtype='float16')\n"
+MODEL = "import tensorflow as tf\nlayer = tf.keras.layers.Dense(8, dtype='float16')\ntf.keras.Model().fit()\n"
 
 
 def test_findings_and_fix_for_text_held_in_memory(tmp_path):

@@ -278,13 +278,18 @@ def build_model():
     x = tf.keras.layers.Dense(8)(x)
     outputs = tf.keras.layers.Activation("softmax", dtype="float32")(x)
     return tf.keras.Model(inputs, outputs)
+
+
+def train(model, x, y):
+    model.fit(x, y)
 '''
 
 
 @pytest.mark.tensorflow
 def test_check_fix_verify_verifies_each_fixed_file_with_an_entry_point(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text(PURE_FLOAT16_MODEL)  # MP103 rewrites the policy
-    (tmp_path / "policy.py").write_text('import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy("float16")\n')
+    (tmp_path / "policy.py").write_text('import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy("float16")\n'
+                                        'tf.keras.Model().fit()\n')
     (tmp_path / "clean.py").write_text("import tensorflow as tf\n\n\ndef build_model():\n    return None\n")
     result = subprocess.run(
         [sys.executable, "-m", "mplint", "check", "--fix", "--unsafe-fixes", "--verify", "--no-cache", "."],

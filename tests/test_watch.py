@@ -10,7 +10,7 @@ import time
 
 from tests.conftest import MPLINT_EXE, write
 
-POLICY = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("{}")\n'
+POLICY = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("{}")\ntf.keras.Model().fit()\n'
 
 
 def _read_until(wanted: str, seen: list[str], timeout: float = 60) -> bool:
