@@ -10,6 +10,7 @@ TRAIN = (
     "import tensorflow as tf\n"
     "from model import build\n"
     "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+    "trainer = build\n"
 )
 SOFTMAX_MODEL = (
     "import tensorflow as tf\n"
@@ -19,14 +20,23 @@ SOFTMAX_MODEL = (
 
 
 def test_imported_model_module_is_checked_under_the_policy(cli, tmp_path):
-    # `build` is imported by a script that sets the policy and never called in the
-    # project: it runs after that script (an interactive session, a framework).
+    # `build` is read by a script that sets the policy but never called in the project:
+    # it runs after that script (a framework it is handed to, an interactive session).
     write(tmp_path / "train.py", TRAIN)
     write(tmp_path / "model.py", SOFTMAX_MODEL)
     result = cli(["--no-cache", "--output-format", "json", "--verbose", "."], cwd=tmp_path)
     assert [(f["filename"], f["code"]) for f in json.loads(result.stdout)] == [("model.py", "MP101")]
     assert "model.py: target" in result.stderr
     assert "policy mixed_float16 (from train.py)" in result.stderr
+
+
+def test_an_import_the_script_never_reads_brings_no_policy(cli, tmp_path):
+    # A leftover `from model import build` that the script never uses runs nothing of
+    # model.py after the policy is set.
+    write(tmp_path / "train.py", TRAIN.replace("trainer = build\n", ""))
+    write(tmp_path / "model.py", SOFTMAX_MODEL)
+    result = cli(["--no-cache", "--output-format", "json", "."], cwd=tmp_path)
+    assert json.loads(result.stdout) == []
 
 
 def test_model_checked_alone_is_judged_like_the_project(cli, tmp_path):

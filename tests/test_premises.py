@@ -273,7 +273,8 @@ def test_a_policy_chosen_by_a_selectors_argument_is_assumed(cli, tmp_path):
 def test_a_library_whose_only_float16_is_the_graph_rewrite_is_assumed(cli, tmp_path):
     """A library's layer code runs under its users' policy only where the project names a
     float16 Keras policy; the grappler rewrite (which keeps log and softmax in float32) or a
-    comment quoting `mixed_float16` is not one. A test that sets the policy makes it one."""
+    comment quoting `mixed_float16` is not one. A test of the layer that sets the policy
+    makes it one; a test that sets it and never uses the layer does not."""
     import shutil
 
     root = tmp_path / "project"
@@ -286,6 +287,10 @@ def test_a_library_whose_only_float16_is_the_graph_rewrite_is_assumed(cli, tmp_p
     assert premise["status"] == "assumed" and "graph rewrite" in premise["evidence"]
     write(root / "tests" / "test_layers.py", "import tensorflow as tf\n\n\ndef test_mixed():\n"
           "    tf.keras.mixed_precision.set_global_policy('mixed_float16')\n")
+    assert _json(cli, ["."], root) == []  # the test never uses the layer
+    write(root / "tests" / "test_layers.py", "import tensorflow as tf\n\nfrom hashattn.layers import "
+          "DuplicateAwareAttention\n\n\ndef test_mixed():\n"
+          "    tf.keras.mixed_precision.set_global_policy('mixed_float16')\n    DuplicateAwareAttention()\n")
     (finding,) = _json(cli, ["."], root)
     assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"
 
@@ -308,3 +313,23 @@ def test_the_dtype_premise_follows_where_the_tensor_comes_from(cli, tmp_path):
     assert findings[16]["tier"] == "extended" and "counting.duplicate_counts" in _premise(findings[16], "dtype")["evidence"]
     default = [(f["filename"], f["location"]["row"]) for f in _json(cli, ["."], root) if f["code"] == "MP502"]
     assert default == [("halves.py", 9), ("layers.py", 17)]
+
+
+def test_a_float16_policy_of_files_that_do_not_use_the_library_module_is_assumed(cli, tmp_path):
+    """The project names mixed_float16 only in a script that trains another model: the
+    library's layer code that script never uses has an assumed policy (extended tier);
+    once the script uses it, the policy is inferred (default tier)."""
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "projects" / "float16_policy_only_where_the_module_is_unused",
+                    root, ignore=shutil.ignore_patterns("expected.txt"))
+    assert _json(cli, ["codec/quantizer.py"], root) == []
+    (finding,) = _json(cli, ["--extended", "codec/quantizer.py"], root)
+    assert _premise(finding, "policy")["status"] == "assumed" and finding["tier"] == "extended"
+    script = root / "scripts" / "train_encoder.py"
+    script.write_text(script.read_text().replace("from codec.encoder import encoder\n",
+                                                 "from codec.encoder import encoder\nfrom codec.quantizer import Quantizer\n")
+                      .replace("[encoder(16), ", "[encoder(16), Quantizer(), "))
+    (finding,) = _json(cli, ["codec/quantizer.py"], root)
+    assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"

@@ -204,3 +204,17 @@ def test_experimental_api_on_tensorflow_before_2_4_is_an_info_without_a_fix(cli,
     result = cli(["--no-cache", "--output-format", "json", "."], cwd=root)
     found = {(f["filename"].split("/")[0], f["severity"], f["fix"] is not None) for f in json.loads(result.stdout)}
     assert found == {("segmentation", "info", False), ("detection", "error", True)}
+
+
+def test_an_importer_that_never_reads_what_it_imports_brings_no_policy(tmp_path: Path) -> None:
+    """`from loop import Loop` in a module that sets mixed_float16 carries that policy into
+    loop.py only where the module reads `Loop` (calls, subclasses or passes it on)."""
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURES / "projects" / "unused_import_brings_no_policy", root,
+                    ignore=shutil.ignore_patterns("expected.txt"))
+    index = ProjectIndex.for_path(str(root / "loop.py"), cache=False)
+    assert index.context_for(str(root / "loop.py")).mixed_policies()[0] == frozenset()
+    script = root / "keras_search.py"
+    script.write_text(script.read_text().replace("model.compile(", "trainer = Loop\nmodel.compile("))
+    again = ProjectIndex.for_path(str(root / "loop.py"), cache=False, fresh=True)
+    assert again.context_for(str(root / "loop.py")).mixed_policies()[0] == {"mixed_float16"}

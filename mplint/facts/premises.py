@@ -81,6 +81,9 @@ def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
                        "library code of a project whose float16 is the graph rewrite, not a Keras policy (the "
                        "rewrite keeps exp, log and softmax in float32)")
     if library and (project is None or project.names_float16_policy()):
+        if project is not None and project.float16_policy_on_path() is False:
+            return Premise(POLICY, "mixed_float16", Status.ASSUMED,
+                           "its project names a float16 Keras policy only in files that do not use this module")
         return Premise(POLICY, "mixed_float16", Status.INFERRED,
                        "a library's layer code runs under its users' policy, and its project uses mixed_float16")
     if library and project.mentions_mixed_precision():

@@ -95,6 +95,11 @@ class ProjectContext(Protocol):
         """A module of the project (not a test) that imports this one, directly or through
         others, and trains something (fits, applies gradients, records a tape)."""
 
+    def float16_policy_on_path(self) -> bool | None:
+        """Whether a module that uses this one (imports it, directly or through others)
+        names a float16 Keras policy or imports a module that does; None where no module
+        of the project uses it."""
+
     def importers(self) -> tuple[str, ...]:
         """The project's modules (tests aside) that import this one: code at this
         module's top runs in their programs too."""

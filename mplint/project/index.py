@@ -86,6 +86,7 @@ class ProjectIndex:
         self._policy_modules: set[str] | None = None
         self._mentions_cache: dict[str, bool] | None = None  # see `_mentions`
         self._trainers: dict[str, str | None] = {}  # see `trainer_of`
+        self._float16_users: dict[str, bool | None] = {}  # see `float16_policy_on_path`
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
         # Per module: the project functions it calls that choose among several policies,
@@ -186,6 +187,7 @@ class ProjectIndex:
         self._target = _UNSET
         self._mentions_cache = None
         self._trainers.clear()
+        self._float16_users.clear()
         if module is None:
             return
         old_table = self._tables.pop(module, _UNSET)
@@ -353,6 +355,33 @@ class ProjectIndex:
         if module in self._trainers:
             return self._trainers[module]
         self._trainers[module] = found = self._find_trainer(module)
+        return found
+
+    def float16_policy_on_path(self, module: str) -> bool | None:
+        """Whether a module that uses `module` (imports it, directly or through others)
+        names a float16 Keras policy, or imports a module that does (a test helper that
+        runs every layer under mixed_float16); None where no module of the project but
+        tests uses it (its users are outside the project)."""
+        if module in self._float16_users:
+            return self._float16_users[module]
+        names = lambda name: self.scan(self.path_of[name]).float16_policy  # noqa: E731
+        seen = {module}
+        frontier = sorted(self.importers_of(module))
+        found: bool | None = None
+        while frontier and not found:
+            following: list[str] = []
+            for name in frontier:
+                if name in seen:
+                    continue
+                seen.add(name)
+                if names(name) or any(names(imported) for imported in self.imports_of(name)):
+                    found = True
+                    break
+                if not self.is_test(name):
+                    found = False  # a program of the project uses it, without float16
+                following.extend(sorted(self.importers_of(name)))
+            frontier = following
+        self._float16_users[module] = found
         return found
 
     def _find_trainer(self, module: str) -> str | None:
@@ -773,7 +802,7 @@ class ProjectIndex:
                 bucket[target[1]] = bucket.get(target[1], frozenset()) | concrete
                 if any(n.startswith("mixed_") for n in concrete):
                     external.carriers.add(caller_module)
-            if module in self.imports_of(caller_module):
+            if module in self.imports_of(caller_module) and self._reads_from(caller_module, module):
                 after = substitute(flow.exit, entry)
                 external.after |= after
                 if any(n.startswith("mixed_") for n in after):
@@ -781,6 +810,32 @@ class ProjectIndex:
         found = external if (external.sites or external.constructions or external.after) else None
         self._externals[module] = found
         return found
+
+    def _reads_from(self, reader: str, module: str) -> bool:
+        """Whether `reader` can run code of `module` after its own top level ran (so under
+        the policy it leaves set): False only where every name it imports from `module`
+        (`from module import name`) is never read by its code. An unused import runs
+        nothing of the module later (a script that imports a class it no longer uses)."""
+        table = self.table(reader)
+        if table is None:
+            return True
+        for star in table["stars"]:  # `from x import *`: x or what x imports may be `module`
+            target = self.absolute(reader, star)
+            if target is None or target == module or module in self.imports_of(target):
+                return True
+        unread = set(table.get("unread", ()))
+        matched = False
+        for local, raw in table["imports"].items():
+            target = self.absolute(reader, raw)
+            if target is None:
+                continue
+            if target == module or target.startswith(module + "."):
+                if local not in unread:
+                    return True
+                matched = True
+            elif module.startswith(target + "."):
+                return True  # `import package`: its attributes reach the module
+        return not matched
 
     def _mentions(self) -> dict[str, bool]:
         """Which of the scans' mixed-precision flags some file of the project has (one
@@ -1045,6 +1100,8 @@ class ProjectIndex:
             parts.append(repr(sorted(external.after)))
         parts += [self._key_part(other) for other in sorted(related)]
         parts.append(f"trained by {self.trainer_of(module)}")
+        if self.names_float16_policy():
+            parts.append(f"float16 policy on its path: {self.float16_policy_on_path(module)}")
         return "|".join(parts)
 
     def _key_part(self, module: str) -> str:
@@ -1129,6 +1186,9 @@ class ModuleContext:
 
     def trainer(self) -> str | None:
         return None if self._record else self.index.trainer_of(self.module)
+
+    def float16_policy_on_path(self) -> bool | None:
+        return None if self._record else self.index.float16_policy_on_path(self.module)
 
     def importers(self) -> tuple[str, ...]:
         if self._record:

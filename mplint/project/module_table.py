@@ -23,8 +23,10 @@ def build_table(text: str) -> dict[str, Any] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     table: dict[str, Any] = {"imports": {}, "stars": [], "definitions": {}, "functions": {}, "constants": {}, "flags": {},
-                             "called": []}
+                             "called": [], "unread": []}
     called: set[str] = set()
+    read: set[str] = set()  # names the module's code reads (loads)
+    from_imported: set[str] = set()  # names bound by `from m import name`
     _walk_definitions(tree.body, [], table, set())
     assigned: dict[str, int] = {}
     for node in ast.walk(tree):
@@ -41,8 +43,12 @@ def build_table(text: str) -> dict[str, Any] | None:
                 if alias.name == "*":
                     table["stars"].append(module)
                 else:
+                    from_imported.add(alias.asname or alias.name)
                     # `.` * level, then the module path and the name (`from . import x`: `.x`)
                     table["imports"][alias.asname or alias.name] = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
+        elif isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Store):
+                read.add(node.id)
         elif isinstance(node, ast.Call):
             _flag(node, table["flags"])
             func = node.func
@@ -63,7 +69,23 @@ def build_table(text: str) -> dict[str, Any] | None:
         if count > 1 or name in table["imports"]:
             table["constants"].pop(name, None)
     table["called"] = sorted(called)
+    # Names imported with `from m import name` that the module's code never reads (nor
+    # lists in `__all__`): nothing here runs them later.
+    exported = _all_names(tree)
+    table["unread"] = sorted(from_imported - read - exported)
     return table
+
+
+def _all_names(tree: ast.Module) -> set[str]:
+    """The strings of a module-level `__all__` (re-exported names count as read)."""
+    names: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, (ast.Assign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) \
+                    and isinstance(statement.value, (ast.List, ast.Tuple)):
+                names |= {e.value for e in statement.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return names
 
 
 def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, taken: set[str]) -> None:
