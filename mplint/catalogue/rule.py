@@ -167,8 +167,11 @@ class Rule:
             # The finding holds on either Keras; its fix is written for one of them.
             target = target_premise(self.facts)
             fix_rests_on.append(target)
-            if target.status is Status.ASSUMED and fix is not None:
-                short.append(f"fix for {self.facts.target.display}, assumed: set `target`")
+            if target.status is Status.ASSUMED:
+                # The message's advice names that Keras's API too (`scale_loss` or
+                # `get_scaled_loss`): say which Keras it was written for.
+                short.append(f"{'fix' if fix is not None else 'advice'} for {self.facts.target.display}, assumed: "
+                             "set `target`")
                 why.append(self.facts.target.assumption)
             elif target.status is Status.CONFLICTING:
                 short.append("fix withheld: the Keras evidence conflicts")
