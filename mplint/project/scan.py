@@ -39,7 +39,7 @@ _FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
 # framework's `train` (DeepXDE, tf.estimator). The parse confirms it is a call.
 _TRAINING_CALL = re.compile(r"\.(?:fit|fit_generator|train_on_batch|apply_gradients|minimize|train)\s*\(|GradientTape\b")
 TRAINING_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "apply_gradients", "minimize", "train",
-                              "GradientTape"})
+                              "GradientTape"})  # `tf.GradientTape()`, `x.fit()`, ...
 
 
 
@@ -127,36 +127,30 @@ class _Parsed:
 
 def _calls_a_setter(parsed: _Parsed) -> bool:
     """Whether the module's code calls a policy setter (Python's parser: a call, not a
-    comment, a docstring or a definition); the blanked-text test where it does not parse."""
-    import ast
-
-    tree = parsed.tree
-    if tree is None:
-        return _SETS_POLICY.search(code_only(parsed.text)) is not None
-    Call, Name, Attribute = ast.Call, ast.Name, ast.Attribute
-    for node in ast.walk(tree):
-        if type(node) is Call:
-            func = node.func
-            kind = type(func)
-            if (kind is Name and func.id in _SETTERS) or (kind is Attribute and func.attr in _SETTERS):
-                return True
-    return False
+    comment, a docstring or a definition)."""
+    return _calls_one_of(parsed, _SETTERS, _SETTERS, _SETS_POLICY)
 
 
 def _calls_a_trainer(parsed: _Parsed) -> bool:
-    """Whether the module's code calls something that trains (not a comment or a string);
-    the blanked-text test where it does not parse."""
+    """Whether the module's code calls something that trains (not a comment or a string)."""
+    return _calls_one_of(parsed, TRAINING_METHODS, frozenset({"GradientTape"}), _TRAINING_CALL)
+
+
+def _calls_one_of(parsed: _Parsed, methods: frozenset[str], functions: frozenset[str], pattern: re.Pattern) -> bool:
+    """Whether the module calls `x.method(...)` for one of `methods` or `function(...)` for
+    one of `functions`; the blanked text (no comments or strings) against `pattern` where
+    it does not parse."""
     import ast
 
     tree = parsed.tree
     if tree is None:
-        return _TRAINING_CALL.search(code_only(parsed.text)) is not None
+        return pattern.search(code_only(parsed.text)) is not None
     Call, Name, Attribute = ast.Call, ast.Name, ast.Attribute
     for node in ast.walk(tree):
         if type(node) is Call:
             func = node.func
             kind = type(func)
-            if (kind is Attribute and func.attr in TRAINING_METHODS) or (kind is Name and func.id == "GradientTape"):
+            if (kind is Attribute and func.attr in methods) or (kind is Name and func.id in functions):
                 return True
     return False
 
