@@ -231,5 +231,5 @@ def test_a_scan_says_a_module_trains_only_for_a_call_in_its_code() -> None:
     assert scan_text("estimator.train(input_fn)\n", "a.py").trains
     assert not scan_text("# then call model.fit(x, y)\ndoc = 'optimizer.apply_gradients(g)'\n", "a.py").trains
     assert not scan_text("model.predict(x)\nfit = 3\n", "a.py").trains
-    assert scan_text("def broken(:\nmodel.fit(x)\n", "a.py").trains
-    assert not scan_text("def broken(:\n# model.fit(x)\n", "a.py").trains
+    assert scan_text("def broken:\nmodel.fit(x)\n", "a.py").trains
+    assert not scan_text("def broken:\n# model.fit(x)\n", "a.py").trains
