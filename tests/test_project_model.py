@@ -220,16 +220,17 @@ def test_an_importer_that_never_reads_what_it_imports_brings_no_policy(tmp_path:
     assert again.context_for(str(root / "loop.py")).mixed_policies()[0] == {"mixed_float16"}
 
 
-def test_a_scan_says_a_module_trains_only_for_a_call_in_its_code() -> None:
-    """`trains` (MP103's trainer search): a call to fit / apply_gradients / a tape, never
-    a comment or a string; where the module does not parse, the text without comments and
-    strings decides."""
-    from mplint.project.scan import scan_text
+def test_a_module_trains_only_for_a_call_in_its_code() -> None:
+    """What MP103's trainer search asks of a module: a call to fit / apply_gradients / a
+    tape, never a comment or a string; where the module does not parse, the text without
+    comments and strings decides. The scan only matches the text (no parse)."""
+    from mplint.project.scan import calls_a_trainer, scan_text
 
-    assert scan_text("model.fit(x, y)\n", "a.py").trains
-    assert scan_text("with tf.GradientTape() as tape:\n    pass\n", "a.py").trains
-    assert scan_text("estimator.train(input_fn)\n", "a.py").trains
-    assert not scan_text("# then call model.fit(x, y)\ndoc = 'optimizer.apply_gradients(g)'\n", "a.py").trains
-    assert not scan_text("model.predict(x)\nfit = 3\n", "a.py").trains
-    assert scan_text("def broken:\nmodel.fit(x)\n", "a.py").trains
-    assert not scan_text("def broken:\n# model.fit(x)\n", "a.py").trains
+    assert calls_a_trainer("model.fit(x, y)\n")
+    assert calls_a_trainer("with tf.GradientTape() as tape:\n    pass\n")
+    assert calls_a_trainer("estimator.train(input_fn)\n")
+    commented = "# then call model.fit(x, y)\ndoc = 'optimizer.apply_gradients(g)'\n"
+    assert scan_text(commented, "a.py").training_call and not calls_a_trainer(commented)
+    assert not calls_a_trainer("model.predict(x)\nfit = 3\n")
+    assert calls_a_trainer("def broken:\nmodel.fit(x)\n")
+    assert not calls_a_trainer("def broken:\n# model.fit(x)\n")

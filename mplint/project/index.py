@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from mplint.facts.entries import ENTRY, External, module_entry, solve, substitute
 from mplint.facts.project_context import ExternalOptimizer, ExternalValue
 from mplint.project.layout import module_name, project_files, project_root, relative_to
-from mplint.project.scan import FileScan, code_only, scan_text
+from mplint.project.scan import FileScan, calls_a_trainer, code_only, scan_text
 from mplint.project.store import Store
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class ProjectIndex:
         self._policy_modules: set[str] | None = None
         self._mentions_cache: dict[str, bool] | None = None  # see `_mentions`
         self._trainers: dict[str, str | None] = {}  # see `trainer_of`
+        self._training: dict[str, bool] = {}  # see `_trains`
         self._float16_users: dict[str, bool | None] = {}  # see `float16_policy_on_path`
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
@@ -187,6 +188,7 @@ class ProjectIndex:
         self._target = _UNSET
         self._mentions_cache = None
         self._trainers.clear()
+        self._training.pop(module, None)
         self._float16_users.clear()
         if module is None:
             return
@@ -357,6 +359,16 @@ class ProjectIndex:
         self._trainers[module] = found = self._find_trainer(module)
         return found
 
+    def _trains(self, module: str) -> bool:
+        """Whether the module's code calls something that trains: its scan's text match,
+        confirmed by a parse (once per module until it changes)."""
+        found = self._training.get(module)
+        if found is None:
+            path = self.path_of[module]
+            found = self.scan(path).training_call and calls_a_trainer(self.text(path) or "")
+            self._training[module] = found
+        return found
+
     def float16_policy_on_path(self, module: str) -> bool | None:
         """Whether a module that uses `module` (imports it, directly or through others)
         names a float16 Keras policy, or imports a module that does (a test helper that
@@ -395,7 +407,7 @@ class ProjectIndex:
                 seen.add(name)
                 if self.is_test(name):
                     continue
-                if self.scan(self.path_of[name]).trains:
+                if self._trains(name):
                     return name
                 following.extend(sorted(self.importers_of(name)))
             frontier = following
@@ -1099,7 +1111,8 @@ class ProjectIndex:
             parts.append(repr(sorted((k, sorted(v)) for k, v in external.constructions.items())))
             parts.append(repr(sorted(external.after)))
         parts += [self._key_part(other) for other in sorted(related)]
-        parts.append(f"trained by {self.trainer_of(module)}")
+        if self.scan(self.path_of[module]).half:  # only a float16/bfloat16 module has MP103 findings
+            parts.append(f"trained by {self.trainer_of(module)}")
         if self.names_float16_policy():
             parts.append(f"float16 policy on its path: {self.float16_policy_on_path(module)}")
         return "|".join(parts)

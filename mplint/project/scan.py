@@ -59,7 +59,11 @@ class FileScan:
     bfloat16: bool = False  # names bfloat16
     float16_policy: bool = False  # names a float16 Keras policy (`mixed_float16`, `set_floatx("float16")`)
     graph_rewrite: bool = False  # names the float16 graph rewrite (`auto_mixed_precision`, `..._graph_rewrite`)
-    trains: bool = False  # calls something that trains (fit, apply_gradients, a GradientTape, ...)
+    # Its text names something that trains (`.fit(`, `apply_gradients(`, `GradientTape`):
+    # the parse confirms it is a call only when MP103's trainer search asks
+    # (`calls_a_trainer`), so the scan parses no more files than before.
+    training_call: bool = False
+    half: bool = False  # names float16 or bfloat16 (a pure half policy or dtype may be here)
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -98,7 +102,8 @@ def scan_text(text: str, path: str) -> FileScan:
     scan.bfloat16 = "bfloat16" in text
     scan.float16_policy = scan.float16 and _FLOAT16_POLICY.search(text) is not None and _names_float16_policy(parsed)
     scan.graph_rewrite = scan.float16 and _GRAPH_REWRITE.search(text) is not None
-    scan.trains = _TRAINING_CALL.search(text) is not None and _calls_a_trainer(parsed)
+    scan.training_call = _TRAINING_CALL.search(text) is not None
+    scan.half = "float16" in text
     return scan
 
 
@@ -131,9 +136,10 @@ def _calls_a_setter(parsed: _Parsed) -> bool:
     return _calls_one_of(parsed, _SETTERS, _SETTERS, _SETS_POLICY)
 
 
-def _calls_a_trainer(parsed: _Parsed) -> bool:
+def calls_a_trainer(text: str) -> bool:
     """Whether the module's code calls something that trains (not a comment or a string)."""
-    return _calls_one_of(parsed, TRAINING_METHODS, frozenset({"GradientTape"}), _TRAINING_CALL)
+    return _TRAINING_CALL.search(text) is not None and \
+        _calls_one_of(_Parsed(text), TRAINING_METHODS, frozenset({"GradientTape"}), _TRAINING_CALL)
 
 
 def _calls_one_of(parsed: _Parsed, methods: frozenset[str], functions: frozenset[str], pattern: re.Pattern) -> bool:
