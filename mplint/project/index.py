@@ -87,7 +87,7 @@ class ProjectIndex:
         self._mentions_cache: dict[str, bool] | None = None  # see `_mentions`
         self._trainers: dict[str, str | None] = {}  # see `trainer_of`
         self._training: dict[str, bool] = {}  # see `_trains`
-        self._float16_users: dict[str, bool | None] = {}  # see `float16_policy_on_path`
+        self._float16_paths: tuple[set[str], set[str]] | None = None  # see `float16_policy_on_path`
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
         # Per module: the project functions it calls that choose among several policies,
@@ -189,7 +189,7 @@ class ProjectIndex:
         self._mentions_cache = None
         self._trainers.clear()
         self._training.pop(module, None)
-        self._float16_users.clear()
+        self._float16_paths = None
         if module is None:
             return
         old_table = self._tables.pop(module, _UNSET)
@@ -374,27 +374,30 @@ class ProjectIndex:
         names a float16 Keras policy, or imports a module that does (a test helper that
         runs every layer under mixed_float16); None where no module of the project but
         tests uses it (its users are outside the project)."""
-        if module in self._float16_users:
-            return self._float16_users[module]
-        names = lambda name: self.scan(self.path_of[name]).float16_policy  # noqa: E731
-        seen = {module}
-        frontier = sorted(self.importers_of(module))
-        found: bool | None = None
-        while frontier and not found:
-            following: list[str] = []
-            for name in frontier:
-                if name in seen:
-                    continue
-                seen.add(name)
-                if names(name) or any(names(imported) for imported in self.imports_of(name)):
-                    found = True
-                    break
-                if not self.is_test(name):
-                    found = False  # a program of the project uses it, without float16
-                following.extend(sorted(self.importers_of(name)))
-            frontier = following
-        self._float16_users[module] = found
-        return found
+        if self._float16_paths is None:
+            self._float16_paths = self._reached_from_float16_policies()
+        reached, used = self._float16_paths
+        return True if module in reached else False if module in used else None
+
+    def _reached_from_float16_policies(self) -> tuple[set[str], set[str]]:
+        """(the modules some module that names a float16 policy, or imports one that does,
+        imports directly or through others; the modules some program of the project,
+        tests aside, imports directly or through others): two walks over the import
+        graph for the whole project, not one per module."""
+        names = {m for m in self.path_of if self.scan(self.path_of[m]).float16_policy}
+        sources = names | {m for m in self.path_of if self.imports_of(m) & names}
+        return self._imported_by(sources), self._imported_by({m for m in self.path_of if not self.is_test(m)})
+
+    def _imported_by(self, sources: set[str]) -> set[str]:
+        """The modules `sources` import, directly or through others (one step at least)."""
+        reached: set[str] = set()
+        frontier = [imported for source in sources for imported in self.imports_of(source)]
+        while frontier:
+            name = frontier.pop()
+            if name not in reached:
+                reached.add(name)
+                frontier.extend(self.imports_of(name))
+        return reached
 
     def _find_trainer(self, module: str) -> str | None:
         seen = {module}
