@@ -25,6 +25,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, string_value
 from mplint.core.diagnostics import ROLE, Premise, Status
+from mplint.facts.training_calls import TRAINING_METHODS
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -48,8 +49,7 @@ _BUILDING_METHODS = frozenset({"build", "__call__", "call", "add", "predict", "f
 # Functions a layer is handed to only to (de)serialize or inspect it.
 _SERIALIZING = ("serialize", "deserialize", "roundtrip", "round_trip", "get_config", "from_config", "to_json",
                 "assert", "config")
-_TRAINING_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "apply_gradients", "minimize", "train_step",
-                               "train"})  # `train`: an estimator's, DeepXDE's
+_TRAINING_METHODS = TRAINING_METHODS | {"train_step"}
 _APP_RUN = frozenset({"absl.app.run", "tensorflow.app.run", "tensorflow.compat.v1.app.run"})
 _TAPES = frozenset({"tensorflow.GradientTape", "tensorflow.gradients", "tensorflow.compat.v1.gradients"})
 
@@ -104,7 +104,9 @@ def never_built(facts: "ModuleFacts", call: cst.Call) -> bool:
 def trains_anything(facts: "ModuleFacts") -> bool:
     """Whether the module fits, applies gradients, records a tape, or compiles with an
     optimizer or a loss without predicting or evaluating (a script that compiles and then
-    only predicts or evaluates is an evaluation: old Keras needs `compile` for metrics)."""
+    only predicts or evaluates is an evaluation: old Keras needs `compile` for metrics).
+    A walk over every call: ask it through `facts.analysis(trains_anything)`, once per
+    module, not once per finding."""
     if facts.calls_to(_TAPES):
         return True
     compiles = inference = False
@@ -131,10 +133,10 @@ def training_premise(facts: "ModuleFacts", untrained: str | None) -> Premise:
     trains; inferred where a module that imports it (directly or through others) trains;
     otherwise only assumed (`untrained`: why nothing here trains them, if nothing does)."""
     value = "trained variables"
-    if untrained is None and trains_anything(facts):
-        return Premise(ROLE, value, Status.PROVED, "this module trains (fits, applies gradients or records a tape)")
     if untrained is not None:
         return Premise(ROLE, value, Status.ASSUMED, f"{untrained}: float16 variables may be kept on purpose")
+    if facts.analysis(trains_anything):
+        return Premise(ROLE, value, Status.PROVED, "this module trains (fits, applies gradients or records a tape)")
     trainer = facts.project.trainer() if facts.project is not None else None
     if trainer is not None:
         return Premise(ROLE, value, Status.INFERRED, f"trained by `{trainer}`, which imports this module")
@@ -158,7 +160,7 @@ def untrained_entry_point(facts: "ModuleFacts") -> str | None:
         what = "this script"  # no `__main__` guard: its top level runs (generates, predicts, exports)
     else:
         return None
-    return None if trains_anything(facts) else what
+    return None if facts.analysis(trains_anything) else what
 
 
 _INFERENCE_METHODS = frozenset({"generate", "predict", "predict_on_batch", "export", "save", "save_weights",

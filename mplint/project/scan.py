@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 
 from mplint.facts.target import sets_legacy_keras
 from mplint.facts.test_modules import is_test_file
+from mplint.facts.training_calls import TRAINING_METHODS
 
 _FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^#;]+)")
 _IMPORT = re.compile(r"import[ \t]+([^#;]+)")
@@ -35,11 +36,10 @@ _FLOAT16_POLICY = re.compile(
     r"mixed_float16|\b(?:set_floatx|Policy|DTypePolicy|set_global_policy|set_policy|set_dtype_policy)\(\s*['\"]float16['\"]")
 _GRAPH_REWRITE = re.compile(r"auto_mixed_precision|AUTO_MIXED_PRECISION|mixed_precision_graph_rewrite")
 _FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
-# What trains a model: fitting, applying gradients, recording a tape, an estimator's or a
-# framework's `train` (DeepXDE, tf.estimator). The parse confirms it is a call.
-_TRAINING_CALL = re.compile(r"\.(?:fit|fit_generator|train_on_batch|apply_gradients|minimize|train)\s*\(|GradientTape\b")
-TRAINING_METHODS = frozenset({"fit", "fit_generator", "train_on_batch", "apply_gradients", "minimize", "train",
-                              "GradientTape"})  # `tf.GradientTape()`, `x.fit()`, ...
+# What trains a model: a training method (`x.fit(...)`, `x.apply_gradients(...)`) or a
+# tape (`tf.GradientTape()`). The parse confirms it is a call.
+_TRAINING_CALL = re.compile(r"\.(?:%s)\s*\(|GradientTape\b" % "|".join(sorted(TRAINING_METHODS)))
+_TRAINER_CALLS = TRAINING_METHODS | {"GradientTape"}
 
 
 
@@ -139,7 +139,7 @@ def _calls_a_setter(parsed: _Parsed) -> bool:
 def calls_a_trainer(text: str) -> bool:
     """Whether the module's code calls something that trains (not a comment or a string)."""
     return _TRAINING_CALL.search(text) is not None and \
-        _calls_one_of(_Parsed(text), TRAINING_METHODS, frozenset({"GradientTape"}), _TRAINING_CALL)
+        _calls_one_of(_Parsed(text), _TRAINER_CALLS, frozenset({"GradientTape"}), _TRAINING_CALL)
 
 
 def _calls_one_of(parsed: _Parsed, methods: frozenset[str], functions: frozenset[str], pattern: re.Pattern) -> bool:
