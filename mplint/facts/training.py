@@ -187,6 +187,8 @@ class TrainingLoops:
         self._functions: dict[str, cst.FunctionDef] = {}
         self._scopes: dict[int, cst.CSTNode] = {}
         self._by_scope: dict[int, list[cst.CSTNode]] | None = None
+        self._top_level_calls: dict[str, list[cst.Call]] | None = None
+        self._module_functions: dict[str, list[cst.FunctionDef]] | None = None
         self._collect_bindings()
         self.tapes: dict[tuple[int, str], list[cst.With]] = {}
         self._collect_tapes()
@@ -300,14 +302,11 @@ class TrainingLoops:
         if not isinstance(function, cst.FunctionDef):
             return None
         name = function.name.value
-        redefined = [d for d in self.index.module.body
-                     if isinstance(d, cst.FunctionDef) and d.name.value == name and self.index.before(function, d)]
+        redefined = [d for d in self._top_level_definitions(name) if self.index.before(function, d)]
         end = redefined[0] if redefined else None
         seen: set[int] = set()
         found: _Binding | None = None
-        for call in self._flow_nodes(self.index.module):
-            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == name):
-                continue
+        for call in self._calls_of_top_level_name(name):
             if not self.index.before(function, call) or (end is not None and not self.index.before(call, end)):
                 continue
             before = [b for b in usable if self.index.before(b.statement, call)]
@@ -316,6 +315,27 @@ class TrainingLoops:
             found = before[-1]
             seen.add(id(found))
         return found if len(seen) == 1 else None
+
+    def _top_level_definitions(self, name: str) -> list[cst.FunctionDef]:
+        """The functions named `name` defined in the module's body, in source order."""
+        if self._module_functions is None:
+            table: dict[str, list[cst.FunctionDef]] = {}
+            for statement in self.index.module.body:
+                if isinstance(statement, cst.FunctionDef):
+                    table.setdefault(statement.name.value, []).append(statement)
+            self._module_functions = table
+        return self._module_functions.get(name, [])
+
+    def _calls_of_top_level_name(self, name: str) -> list[cst.Call]:
+        """The module's top-level calls of the bare name `name`, in source order (the
+        table is built once per module)."""
+        if self._top_level_calls is None:
+            table: dict[str, list[cst.Call]] = {}
+            for node in self._flow_nodes(self.index.module):
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                    table.setdefault(node.func.value, []).append(node)
+            self._top_level_calls = table
+        return self._top_level_calls.get(name, [])
 
     # -- optimizers -------------------------------------------------------------------
     def optimizer(self, expr: cst.BaseExpression, at: cst.CSTNode | None = None, depth: int = 0) -> OptimizerInfo:
