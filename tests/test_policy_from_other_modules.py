@@ -110,3 +110,20 @@ def test_several_projects_are_solved_side_by_side_and_judged_the_same(tmp_path, 
     assert findings(2) == alone
     assert sorted(adopted) == [str(tmp_path / name) for name in ("alpha", "beta", "gamma")]
     assert [(f, c) for f, c, _ in alone] == [("alpha/model.py", "MP101"), ("gamma/model.py", "MP101")]
+
+
+def test_a_policy_passed_on_by_a_module_that_does_not_set_it_is_named_as_from_another_module(cli, tmp_path):
+    # train.py sets the policy and calls runner.run(), which builds model.py's model:
+    # runner.py carries the policy to model.py without setting it, so it is not named as
+    # where the policy comes from (the header once read "(from )").
+    write(tmp_path / "train.py", (
+        "import tensorflow as tf\n"
+        "import runner\n"
+        "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+        "runner.run()\n"
+    ))
+    write(tmp_path / "runner.py", "from model import build\ndef run():\n    return build()\n")
+    write(tmp_path / "model.py", SOFTMAX_MODEL)
+    result = cli(["--no-cache", "--output-format", "json", "--verbose", "model.py"], cwd=tmp_path)
+    assert [(f["filename"], f["code"]) for f in json.loads(result.stdout)] == [("model.py", "MP101")]
+    assert "policy mixed_float16 (from another module)" in result.stderr

@@ -401,5 +401,5 @@ class PolicyFacts:
         if self.assumed:
             sources.append("assume-policy")
         if self.from_project[0]:
-            sources.append("from " + ", ".join(self.from_project[1]))
+            sources.append("from " + (", ".join(self.from_project[1]) or "another module"))
         return f"{', '.join(sorted(self.mixed_policies))} ({'; '.join(sources)})"
