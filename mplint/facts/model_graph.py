@@ -786,12 +786,7 @@ class ModelGraph:
         if isinstance(parent, (cst.Arg, cst.Element)):
             return self._used_as_part(node)
         if isinstance(parent, cst.Return):
-            function = self.index.function_of(parent)
-            if function is None:
-                return False
-            if any(self._is_component(c, depth + 1) for c in self._calls_of(function.name.value)):
-                return True
-            return self._part_elsewhere(self.facts.call_graph.key_of(function))
+            return self._returned_as_part(parent, depth)
         if isinstance(parent, cst.Assign) and parent.value is node:
             for target in parent.targets:
                 t = target.target
@@ -813,12 +808,24 @@ class ModelGraph:
                 return True
             elif isinstance(use_parent, cst.Attribute) and use_parent.attr.value in ("output", "outputs"):
                 return True  # its output tensor feeds another graph
+            elif isinstance(use_parent, cst.Return) and self._returned_as_part(use_parent, depth):
+                return True  # `model = Sequential(...)`, `model.add(...)`, `return model`
             elif isinstance(use_parent, cst.Assign) and use_parent.value is use:
                 for target in use_parent.targets:
                     t = target.target
                     if isinstance(t, cst.Attribute) and _is_self(t.value) and self.is_layer_or_model_class(self.index.class_of(use)):
                         return True
         return False
+
+    def _returned_as_part(self, returned: cst.Return, depth: int) -> bool:
+        """What a function returns is a part of another model where its calls are (here,
+        or in another module of the project)."""
+        function = self.index.function_of(returned)
+        if function is None:
+            return False
+        if any(self._is_component(c, depth + 1) for c in self._calls_of(function.name.value)):
+            return True
+        return self._part_elsewhere(self.facts.call_graph.key_of(function))
 
     def _used_as_part(self, node: cst.CSTNode) -> bool:
         """`node` is an element of a Sequential's layers, an argument of `.add()`, of a
