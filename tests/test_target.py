@@ -139,6 +139,10 @@ def test_standalone_keras_without_keras3_names_falls_through_to_pins(project, in
         ("poetry.lock", '[[package]]\nname = "tensorflow"\nversion = "2.12.0"\n', "keras2"),
         ("uv.lock", '[[package]]\nname = "keras"\nversion = "3.5.0"\n', "keras3"),
         ("Pipfile.lock", '{"default": {"tensorflow": {"version": "==2.3.0"}}}', "keras2"),
+        ("environment.yml", "name: p\ndependencies:\n  - python=3.8\n  - pip:\n    - tensorflow==2.12.0\n", "keras2"),
+        # a conda environment file of any name (`conda env create -f project.yml`)
+        ("project.yml", "name: p\ndependencies:\n  - pip:\n      - keras==2.12.0\n      - tensorflow==2.12.0\n", "keras2"),
+        ("env.yaml", "dependencies:\n  - tensorflow=2.17\n", "keras3"),
     ],
 )
 def test_project_pins(project, installed, filename, content, expected):
@@ -148,6 +152,13 @@ def test_project_pins(project, installed, filename, content, expected):
     target = target_of(project / "src" / "m.py", TF_ONLY)
     assert target.keras == expected, target.reason
     assert filename.rsplit("/", 1)[-1] in target.reason
+
+
+def test_a_root_yaml_file_that_is_no_conda_environment_pins_nothing(project, installed):
+    installed({"tensorflow": "2.15.0"})
+    write(project / "config.yml", "model:\n  - tensorflow==2.21.0\n")
+    target = target_of(project / "m.py", TF_ONLY)
+    assert target.keras == "keras2" and target.reason.startswith("installed tensorflow 2.15.0")
 
 
 def test_a_lock_file_decides_before_the_range_it_locks(project, installed):

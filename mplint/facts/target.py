@@ -709,15 +709,17 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
 # `pip install tensorflow==2.3.1` in a set-up script or CI step; `- tensorflow=2.3` in a
 # conda environment file (conda's single `=`).
 _INSTALL_PIN = re.compile(r"(?<![\w.-])(tensorflow(?:-gpu|-cpu)?|tf-keras|tf_keras|keras)\s*(==|>=|<=|~=|=(?!=)|<|>)\s*(\d[\w.*]*)")
+_CONDA_DEPENDENCIES = re.compile(r"^dependencies\s*:", re.M)
 _INSTALL_LINE = re.compile(r"pip3?\s+install|^\s*-\s|^\s*deps\s*=|^\s+\S", re.M)
 
 
 def _install_script_lines(root: str) -> list[tuple[str, str]]:
     """Pins in the places a project installs its TensorFlow outside its package metadata:
-    set-up scripts at the root (`*.sh`), conda's `environment.yml`, `tox.ini` and CI
-    workflows (`.github/workflows/*.yml`)."""
+    set-up scripts at the root (`*.sh`), conda environment files (`environment.yml`, or
+    any root `*.yml` with a top-level `dependencies:` list: `conda env create -f
+    project.yml`), `tox.ini` and CI workflows (`.github/workflows/*.yml`)."""
     paths = [os.path.join(root, n) for n in sorted(os.listdir(root))
-             if n.endswith(".sh") or n in ("environment.yml", "environment.yaml", "tox.ini")]
+             if n.endswith((".sh", ".yml", ".yaml")) or n == "tox.ini"]
     workflows = os.path.join(root, ".github", "workflows")
     if run_record.isdir(workflows):
         paths += [os.path.join(workflows, n) for n in sorted(os.listdir(workflows)) if n.endswith((".yml", ".yaml"))]
@@ -729,6 +731,8 @@ def _install_script_lines(root: str) -> list[tuple[str, str]]:
         except OSError:
             continue
         name = os.path.relpath(path, root)
+        if os.path.dirname(name) == "" and name.endswith((".yml", ".yaml")) and not _CONDA_DEPENDENCIES.search(text):
+            continue  # a root YAML file that is not a conda environment (a config, a CI file of another service)
         for line in text.splitlines():
             if line.lstrip().startswith("#") or not _INSTALL_LINE.search(line):
                 continue
