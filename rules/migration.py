@@ -16,7 +16,7 @@ from mplint.fixes.removal import remove_statement, side_effect_free
 from mplint.core.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
-from mplint.facts.target import KERAS2, KERAS3, object_keras, project_pins, project_root
+from mplint.facts.target import KERAS2, KERAS3, object_keras, project_tensorflow
 from mplint.facts.training import (
     GRAPH_REWRITE,
     LSO_CURRENT,
@@ -753,6 +753,9 @@ class GraphRewriteApi(MigrationRule):
       containers; TensorFlow 2.21 ignores it, so Keras code that relies on it trains in
       float32 (a warning, with the policy as fix). In TF 1.x graph code it is reported
       as info.
+    * A project whose pins or container image say TensorFlow 1.x (`tensorflow==1.15`, a
+      `FROM tensorflow/tensorflow:1.15.2-gpu-py3` image beside a `Keras==2.3.1` pin) runs
+      the rewrite where it is the current API: not reported.
 
     ## Example
     ```python
@@ -814,11 +817,10 @@ class GraphRewriteApi(MigrationRule):
         compat = qualified.startswith("tensorflow.compat.v1.")
         optimizer = arg_value(call, 0, "opt")
         family = optimizer_family(facts, optimizer)
+        declared = project_tensorflow(os.path.dirname(os.path.abspath(facts.path)))
+        if declared is not None and declared.tf1:
+            return  # the project runs TF 1.x (its pins or image), whose mixed-precision API this is: nothing to change there
         if family == V1 or (family is None and is_tf1_graph_code(facts)):
-            root = project_root(os.path.dirname(os.path.abspath(facts.path)))
-            pinned = project_pins(root)
-            if pinned is not None and pinned.tf1:
-                return  # the project runs TF 1.x, whose mixed-precision API this is: nothing to change there
             self.report(call, _tf1_rewrite_message(spelled, compat, family), severity=Severity.INFO)
             return
         if not compat and facts.target.before_stable_api:

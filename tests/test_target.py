@@ -639,3 +639,50 @@ def test_a_check_of_the_tensorflow_version_dates_the_file(project, installed, ch
     assert (target.keras == "keras2") is era
     assert not era or target.reason.startswith("the file checks the TensorFlow version")
     assert target.assumed
+
+
+def _fresh_project_caches() -> None:
+    target_module.container_target.cache_clear()
+    target_module.nearest_container_target.cache_clear()
+    project_pins.cache_clear()
+    project_root.cache_clear()
+
+
+def test_pins_that_name_only_keras_take_the_tensorflow_version_from_the_image(project, installed):
+    """`Keras==2.3.1` says Keras 2, not which TensorFlow: the image the project runs in
+    (`tensorflow/tensorflow:1.15.2`) does, so the target is TensorFlow 1.x."""
+    installed({"tensorflow": "2.21.0"})
+    _fresh_project_caches()
+    write(project / "requirements.txt", "numpy==1.18.0\nKeras==2.3.1\n")
+    write(project / "Dockerfile", "FROM tensorflow/tensorflow:1.15.2-gpu-py3\n")
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.tf1, target.before_stable_api) == ("keras2", True, True)
+    assert "Keras==2.3.1" in target.reason and "tensorflow/tensorflow:1.15.2-gpu-py3" in target.reason
+
+
+def test_a_tensorflow_pin_is_not_overridden_by_the_image(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    _fresh_project_caches()
+    write(project / "requirements.txt", "tensorflow==2.5.0\n")
+    write(project / "Dockerfile", "FROM tensorflow/tensorflow:1.15.2-gpu-py3\n")
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.tf1, target.before_stable_api) == ("keras2", False, False)
+    assert "Dockerfile" not in target.reason
+
+
+def test_the_graph_rewrite_of_a_project_whose_image_is_tensorflow_1_is_not_reported(project, installed, cli):
+    installed({"tensorflow": "2.21.0"})
+    _fresh_project_caches()
+    write(project / "requirements.txt", "Keras==2.3.1\n")
+    write(project / "Dockerfile", "FROM tensorflow/tensorflow:1.15.2-gpu-py3\n")
+    write(project / "train.py", (
+        "import tensorflow as tf\n"
+        "optimizer = tf.keras.optimizers.SGD(0.1)\n"
+        "optimizer = tf.train.experimental.enable_mixed_precision_graph_rewrite(optimizer)\n"
+    ))
+    result = cli(["--no-cache", "--output-format", "json", "--select", "MP403", "train.py"], cwd=project)
+    assert json.loads(result.stdout) == []
+    (project / "Dockerfile").unlink()
+    _fresh_project_caches()
+    result = cli(["--no-cache", "--output-format", "json", "--select", "MP403", "train.py"], cwd=project)
+    assert [f["code"] for f in json.loads(result.stdout)] == ["MP403"]

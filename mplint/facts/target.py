@@ -87,6 +87,10 @@ class Target:
     conflict: str | None = None
     # The project's own pins or image say TensorFlow 1.x: TF 1.x APIs are its current ones.
     tf1: bool = False
+    # The evidence names TensorFlow's own version (a tensorflow pin, an image), not only
+    # Keras's (`Keras==2.3.1`, a tf-keras dependency): where it does not, the project's
+    # image may still say which TensorFlow runs (`project_tensorflow`).
+    names_tensorflow: bool = False
 
     @property
     def display(self) -> str:
@@ -280,8 +284,7 @@ def _decide_target(
             if name.startswith(KERAS3_ONLY_PREFIXES):
                 return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}"), "file"
     folder = os.path.dirname(os.path.abspath(path))
-    root = project_root(folder)
-    pinned = project_pins(root) or nearest_container_target(folder, root)
+    pinned = project_tensorflow(folder)
     if project is not None:
         if pinned is not None and pinned.keras == project.keras and pinned.before_stable_api:
             return replace(project, reason=f"{project.reason}; {pinned.reason}", before_stable_api=True), "project"
@@ -310,6 +313,22 @@ def nearest_container_target(folder: str, root: str | None) -> Target | None:
     of the file, a README that names the TensorFlow it runs on (an image, a `pip
     install tensorflow==X` line, "TensorFlow 2.0") decides where no Dockerfile does."""
     return _nearest(folder, root, container_target) or _nearest(folder, root, _folder_notes, levels=3)
+
+
+def project_tensorflow(folder: str) -> Target | None:
+    """What the project of a folder declares it runs on: its pins, else its image. Pins
+    that name only Keras (`Keras==2.3.1` beside a `FROM tensorflow/tensorflow:1.15.2`
+    image) take the TensorFlow version facts from the image where both say the same
+    Keras."""
+    root = project_root(folder)
+    pins = project_pins(root)
+    container = nearest_container_target(folder, root)
+    if pins is None:
+        return container
+    if container is not None and not pins.names_tensorflow and container.names_tensorflow and container.keras == pins.keras:
+        return replace(pins, reason=f"{pins.reason}; {container.reason}", before_stable_api=container.before_stable_api,
+                       tf1=container.tf1, names_tensorflow=True)
+    return pins
 
 
 def _folder_notes(folder: str) -> Target | None:
@@ -411,8 +430,8 @@ def container_target(root: str | None) -> Target | None:
             image = substitute(image)
             found = _image_target(image)
             if found is not None:
-                keras, old = found
-                return Target(keras, f"{name} builds on {image}", before_stable_api=old)
+                keras, old, tf1 = found
+                return Target(keras, f"{name} builds on {image}", before_stable_api=old, tf1=tf1, names_tensorflow=True)
         installed = _PIP_TENSORFLOW.search(substitute(text))
         if installed:  # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
             version = (int(installed.group(1)), int(installed.group(2)))
@@ -422,17 +441,17 @@ def container_target(root: str | None) -> Target | None:
     return None
 
 
-def _image_target(image: str) -> tuple[str, bool] | None:
-    """(Keras target, TensorFlow older than 2.4) of a TensorFlow image."""
+def _image_target(image: str) -> tuple[str, bool, bool] | None:
+    """(Keras target, TensorFlow older than 2.4, TensorFlow 1.x) of a TensorFlow image."""
     repository, _, tag = image.partition(":")
     if repository.endswith("nvidia/tensorflow") or "nvidia/merlin/merlin-tensorflow" in repository:
         if "-tf1" in tag:
-            return KERAS2, True
+            return KERAS2, True, True
         match = re.match(r"(\d\d)\.\d\d", tag)
         if match and int(match.group(1)) <= 23:
             # NVIDIA's release notes: up to 23.xx ship TensorFlow <= 2.14; the 20.xx
             # TF2 images TensorFlow 2.0 - 2.3 (2.4 came with 21.02)
-            return KERAS2, int(match.group(1)) <= 20
+            return KERAS2, int(match.group(1)) <= 20, False
         return None
     version = None
     if repository.endswith(("tensorflow/tensorflow", "/tensorflow-training", "/tensorflow-inference")):
@@ -445,7 +464,7 @@ def _image_target(image: str) -> tuple[str, bool] | None:
         if match:
             version = (int(match.group(1)), int(match.group(2)))
     if version is not None:
-        return (KERAS2 if version < (2, 16) else KERAS3), version < (2, 4)
+        return (KERAS2 if version < (2, 16) else KERAS3), version < (2, 4), version < (2, 0)
     return None
 
 
@@ -482,8 +501,8 @@ def readme_target(folder: str) -> Target | None:
         for image, tag in _IMAGE_REFERENCE.findall(text):
             found = _image_target(f"{image}:{tag}")
             if found is not None:
-                keras, old = found
-                versions.append((2, 0) if old else (2, 15) if keras == KERAS2 else (2, 16))
+                keras, old, tf1 = found
+                versions.append((1, 15) if tf1 else (2, 0) if old else (2, 15) if keras == KERAS2 else (2, 16))
                 named.append(f"the image {image}:{tag}")
         for match in (*_PIP_TENSORFLOW.finditer(text), *_LISTED_TENSORFLOW.finditer(text)):
             versions.append((int(match.group(1)), int(match.group(2))))
@@ -501,9 +520,10 @@ def readme_target(folder: str) -> Target | None:
 
 def _target_of_versions(versions: list[tuple[int, int]], reason: str) -> Target | None:
     if all(v < (2, 16) for v in versions):
-        return Target(KERAS2, reason, before_stable_api=all(v < (2, 4) for v in versions))
+        return Target(KERAS2, reason, before_stable_api=all(v < (2, 4) for v in versions),
+                      tf1=all(v < (2, 0) for v in versions), names_tensorflow=True)
     if all(v >= (2, 16) for v in versions):
-        return Target(KERAS3, reason)
+        return Target(KERAS3, reason, names_tensorflow=True)
     return None
 
 
@@ -845,9 +865,9 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
                 if tf is not None:
                     eras.add(KERAS2 if tf < (2, 16) else KERAS3)
             if eras == {KERAS2}:
-                return Target(KERAS2, f"{source} pins {line} (a Keras 2 era TensorFlow)")
+                return Target(KERAS2, f"{source} pins {line} (a Keras 2 era TensorFlow)", names_tensorflow=True)
             if name != "tensorflow-probability" and eras == {KERAS3}:
-                return Target(KERAS3, f"{source} pins {line} (a Keras 3 era TensorFlow)")
+                return Target(KERAS3, f"{source} pins {line} (a Keras 3 era TensorFlow)", names_tensorflow=True)
             continue
         if name in _TF_DISTRIBUTIONS:
             old, new = _eras(spec, _TF_VERSIONS, (2, 16))
@@ -855,9 +875,9 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
                 before, since = _eras(spec, _TF_VERSIONS, (2, 4))
                 tf1, tf2 = _eras(spec, _TF_VERSIONS, (2, 0))
                 return Target(KERAS2, f"{source} pins {line} (Keras 2 era)", before_stable_api=before and not since,
-                              tf1=tf1 and not tf2)
+                              tf1=tf1 and not tf2, names_tensorflow=True)
             if new and not old:
-                return Target(KERAS3, f"{source} pins {line} (Keras 3 era)")
+                return Target(KERAS3, f"{source} pins {line} (Keras 3 era)", names_tensorflow=True)
         elif name == "keras":
             old, new = _eras(spec, _KERAS_VERSIONS, (3, 0))
             if old and not new:
