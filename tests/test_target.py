@@ -544,6 +544,9 @@ def test_a_dockerfile_in_a_docker_folder_or_named_dot_dockerfile(project, instal
         ("import tensorflow as tf\nx = tf.keras.Input(batch_input_shape=(1, 4))\n", "batch_input_shape"),
         ("import tensorflow as tf\nmodel.compile('sgd', experimental_run_tf_function=False)\n", "experimental_run_tf_function"),
         ("import tensorflow as tf\nmodel.fit_generator(gen, epochs=1)\n", "fit_generator"),
+        ("import tensorflow as tf\nmodel.fit(\n    data(1),\n    epochs=3,\n    use_multiprocessing=True,\n)\n",
+         "use_multiprocessing="),
+        ("import tensorflow as tf\nmodel.predict(x, workers=4)\n", "use_multiprocessing="),
         ("import horovod.tensorflow.keras as hvd\nimport tensorflow as tf\nopt = hvd.DistributedOptimizer(opt)\n", "horovod"),
         ("import tensorflow as tf\nfrom tensorflow.keras.layers.experimental import preprocessing\n", "experimental.preprocessing"),
         ("import tensorflow as tf\nfrom official.vision.beta.tasks import video_classification\n", "official.vision.beta"),
@@ -554,6 +557,16 @@ def test_keras2_only_code_in_the_file_makes_an_assumed_keras2_target(project, in
     target = target_of(project / "train.py", text)
     assert (target.keras, target.assumed) == ("keras2", True)
     assert what in target.reason
+
+
+def test_keras3_pydataset_loader_arguments_are_no_keras2_evidence(project, installed):
+    """Keras 3 moved `workers`/`use_multiprocessing` to `PyDataset`'s constructor: only
+    those of `fit`/`evaluate`/`predict` date the file."""
+    installed({"tensorflow": "2.21.0"})
+    text = ("import keras\nclass Data(keras.utils.PyDataset):\n    def __init__(self):\n"
+            "        super().__init__(workers=4, use_multiprocessing=True)\nmodel.fit(Data(), epochs=1)\n")
+    target = target_of(project / "train.py", text)
+    assert (target.keras, target.assumed) == ("keras3", True)
 
 
 def test_pins_decide_before_keras2_only_code_in_the_file(project, installed):

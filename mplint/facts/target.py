@@ -135,6 +135,7 @@ _KERAS2_ERA_TEXT = re.compile(
     r"|(?P<numpy_dataset>\.experimental_make_numpy_dataset\()"
     r"|(?P<batch_shape>\bbatch_input_shape\s*=)|(?P<run_tf_function>\bexperimental_run_tf_function\s*=)"
     r"|(?P<generator_methods>\.(?:fit|evaluate|predict)_generator\()"
+    r"|(?P<loader_arguments>\.(?:fit|evaluate|predict)\((?:[^()]|\([^()]*\))*?\b(?:use_multiprocessing|workers|max_queue_size)\s*=)"
 )
 _KERAS2_ERA_WORDS = {
     "run_v2": "`strategy.experimental_run_v2` (TF 2.0-2.3; TF 2.4 has only `run`)",
@@ -145,6 +146,8 @@ _KERAS2_ERA_WORDS = {
     "batch_shape": "`batch_input_shape=` (Keras 3 raises TypeError)",
     "run_tf_function": "`compile(experimental_run_tf_function=...)` (Keras 3 raises TypeError)",
     "generator_methods": "`fit_generator`/`evaluate_generator`/`predict_generator` (gone from Keras 3)",
+    "loader_arguments": "`use_multiprocessing=`/`workers=`/`max_queue_size=` in `fit`/`evaluate`/`predict` "
+                        "(Keras 3 raises TypeError: they moved to `PyDataset`)",
 }
 
 
