@@ -16,7 +16,7 @@ from mplint.fixes.removal import remove_statement, side_effect_free
 from mplint.core.diagnostics import FixAvailability, Severity
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
-from mplint.facts.target import KERAS2, KERAS3, object_keras, project_tensorflow
+from mplint.facts.target import KERAS2, KERAS3, Target, object_keras, project_tensorflow
 from mplint.facts.training import (
     GRAPH_REWRITE,
     LSO_CURRENT,
@@ -268,7 +268,10 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
 
     When the project says it runs TensorFlow older than 2.4 (a `tensorflow==2.3.*` pin,
     a `tensorflow/tensorflow:2.2` or NVIDIA 20.xx image in the nearest Dockerfile), the
-    experimental API is the only one there: the finding is an info without a fix.
+    experimental API is the only one there: the finding is an info without a fix. When
+    it says TensorFlow 2.4-2.8 (`tensorflow==2.7.0`, a `tensorflow/tensorflow:2.4.1`
+    image), the experimental API is deprecated there, not removed: an info, with the fix
+    (the stable API exists there too).
     """
 
     code = "MP401"
@@ -291,17 +294,29 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         if target.before_stable_api:
             # the evidence of the old TensorFlow is the keras-target premise's (`-v`, JSON)
             return f"is the only mixed-precision API of this project's TensorFlow (< 2.4), removed in TF 2.9 ({error})"
+        if target.runs_before((2, 9)) and target.newest_tensorflow is not None:
+            major, minor = target.newest_tensorflow
+            return f"is deprecated in this project's TensorFlow {major}.{minor} and removed in TF 2.9 ({error}, tf-keras included)"
         if self.keras2:
             return f"was removed in TF 2.9 ({error}, tf-keras included)"
         return f"was removed (TF 2.21: {error})"
 
     def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None,
                premises=(), detail: str = "") -> None:
-        if self.facts.target.before_stable_api:
+        target = self.facts.target
+        if target.before_stable_api:
             # Right where it runs now; the stable API the fix writes does not exist there.
             message += " when the project moves to TF 2.4 or newer"
             detail = "; ".join(p for p in (detail, "no fix before: its TensorFlow has no other API") if p)
             fix, severity = None, Severity.INFO
+        elif target.runs_before((2, 9)) and target.newest_tensorflow is not None:
+            # Deprecated, not removed, where it runs: the stable API the fix writes is there too.
+            if "this project's TensorFlow" not in message:
+                major, minor = target.newest_tensorflow
+                head, rest = message_and_notes(message, limit=0)
+                message = "; ".join(p for p in (f"{head} (this project's TensorFlow {major}.{minor} still has it, deprecated)",
+                                                rest) if p)
+            severity = Severity.INFO
         super().report(node, message, fix=fix, severity=severity, premises=premises, detail=detail)
 
     def check(self) -> None:
@@ -704,9 +719,17 @@ def _tf1_rewrite_message(spelled: str, compat: bool, family: str | None) -> str:
             "policy and a LossScaleOptimizer): there is no drop-in change for TF 1.x graph code")
 
 
-def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, keras2: bool) -> tuple[str, Severity]:
-    """MP403 outside TF 1.x graph code: what TF 2.21 does with this call, and how bad it is."""
+def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, target: Target) -> tuple[str, Severity]:
+    """MP403 outside TF 1.x graph code: what TF 2.21 does with this call, and how bad it
+    is; where the project says it runs an older TensorFlow that still takes the call,
+    what changes when it moves on."""
+    keras2 = target.is_keras2
+    newest = target.newest_tensorflow
+    here = f"this project's TensorFlow {newest[0]}.{newest[1]}" if newest is not None else ""
     if not compat:
+        if keras2 and target.runs_before((2, 6)):
+            return (f"{spelled} is deprecated since TF 2.4 ({here} still has it); TF 2.6 removed it from the TF 2 API "
+                    "(AttributeError; only `tf.compat.v1` keeps it)"), Severity.INFO
         if keras2:
             return (f"{spelled} was removed from the TF 2 API in TF 2.6 (AttributeError; only `tf.compat.v1` "
                     "keeps it)"), Severity.ERROR
@@ -714,6 +737,11 @@ def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, keras
     if family == LEGACY:
         return (f"{spelled} is deprecated: it still runs with this Keras 2 legacy optimizer, but not under a Keras "
                 "mixed policy (ValueError); Keras 3 has no legacy optimizers"), Severity.WARNING
+    if keras2 and target.runs_before((2, 11)):
+        # TF 2.11 made the new optimizers Keras's default; before, Keras optimizers pass
+        return (f"{spelled} is deprecated: {here} still takes Keras optimizers, TF 2.11+ reject them (ValueError; "
+                "only `tf.keras.optimizers.legacy` ones pass); it raises ValueError under a Keras mixed policy"), \
+            Severity.INFO if family is None else Severity.WARNING
     if family == KERAS:
         if keras2:
             return (f"{spelled} rejects the Keras optimizers of TF 2.11+ (ValueError; only `tf.keras.optimizers.legacy` "
@@ -753,6 +781,10 @@ class GraphRewriteApi(MigrationRule):
       containers; TensorFlow 2.21 ignores it, so Keras code that relies on it trains in
       float32 (a warning, with the policy as fix). In TF 1.x graph code it is reported
       as info.
+    * Where the project says it runs an older TensorFlow that still takes the call (its
+      pins or image: `tensorflow==2.5.0`, `tf-nightly==2.8.0.dev...`), the message says so
+      and it is an info: the TF 2 spelling before TF 2.6, the `tf.compat.v1` one with
+      Keras optimizers before TF 2.11 (the new optimizers became Keras's default there).
     * A project whose pins or container image say TensorFlow 1.x (`tensorflow==1.15`, a
       `FROM tensorflow/tensorflow:1.15.2-gpu-py3` image beside a `Keras==2.3.1` pin) runs
       the rewrite where it is the current API: not reported.
@@ -829,7 +861,7 @@ class GraphRewriteApi(MigrationRule):
                         f"on ({facts.target.reason}); TF 2.6 removed this spelling (AttributeError from then on): use "
                         "the Keras mixed-precision API when the project moves to TF 2.4 or newer", severity=Severity.INFO)
             return
-        message, severity = _keras_rewrite_message(spelled, compat, family, keras2)
+        message, severity = _keras_rewrite_message(spelled, compat, family, facts.target)
         scale = loss_scale_of(facts, arg_value(call, 1, "loss_scale")) if get_arg(call, 1, "loss_scale") else LossScale("dynamic")
         info = loops.evaluate(optimizer) if optimizer is not None else None
         if optimizer is None or scale is None or (info is not None and info.kind == "v1"):

@@ -91,6 +91,14 @@ class Target:
     # Keras's (`Keras==2.3.1`, a tf-keras dependency): where it does not, the project's
     # image may still say which TensorFlow runs (`project_tensorflow`).
     names_tensorflow: bool = False
+    # The newest TensorFlow (major, minor) the evidence admits (`tensorflow==2.7.0`: 2.7; a
+    # `tensorflow/tensorflow:2.4.1` image: 2.4; `>=2.6`: the newest there is), or None
+    # where it does not say: an API removed later is still there.
+    newest_tensorflow: tuple[int, int] | None = None
+
+    def runs_before(self, version: tuple[int, int]) -> bool:
+        """The evidence says the code runs on a TensorFlow older than `version`."""
+        return self.newest_tensorflow is not None and self.newest_tensorflow < version
 
     @property
     def display(self) -> str:
@@ -289,8 +297,10 @@ def _decide_target(
     folder = os.path.dirname(os.path.abspath(path))
     pinned = project_tensorflow(folder)
     if project is not None:
-        if pinned is not None and pinned.keras == project.keras and pinned.before_stable_api:
-            return replace(project, reason=f"{project.reason}; {pinned.reason}", before_stable_api=True), "project"
+        if pinned is not None and pinned.keras == project.keras and pinned.names_tensorflow:
+            # the project's code says which Keras; its pins or image, which TensorFlow
+            return replace(project, reason=f"{project.reason}; {pinned.reason}", before_stable_api=pinned.before_stable_api,
+                           tf1=pinned.tf1, names_tensorflow=True, newest_tensorflow=pinned.newest_tensorflow), "project"
         return project, "project"
     if pinned is not None:
         return pinned, "pins"
@@ -330,7 +340,7 @@ def project_tensorflow(folder: str) -> Target | None:
         return container
     if container is not None and not pins.names_tensorflow and container.names_tensorflow and container.keras == pins.keras:
         return replace(pins, reason=f"{pins.reason}; {container.reason}", before_stable_api=container.before_stable_api,
-                       tf1=container.tf1, names_tensorflow=True)
+                       tf1=container.tf1, names_tensorflow=True, newest_tensorflow=container.newest_tensorflow)
     return pins
 
 
@@ -433,8 +443,7 @@ def container_target(root: str | None) -> Target | None:
             image = substitute(image)
             found = _image_target(image)
             if found is not None:
-                keras, old, tf1 = found
-                return Target(keras, f"{name} builds on {image}", before_stable_api=old, tf1=tf1, names_tensorflow=True)
+                return _target_of_versions([found], f"{name} builds on {image}")
         installed = _PIP_TENSORFLOW.search(substitute(text))
         if installed:  # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
             version = (int(installed.group(1)), int(installed.group(2)))
@@ -444,17 +453,20 @@ def container_target(root: str | None) -> Target | None:
     return None
 
 
-def _image_target(image: str) -> tuple[str, bool, bool] | None:
-    """(Keras target, TensorFlow older than 2.4, TensorFlow 1.x) of a TensorFlow image."""
+# NVIDIA's release notes: the newest TensorFlow each year's TF2 images ship (20.xx: 2.0 -
+# 2.3, 2.4 came with 21.02; 21.12: 2.6; 22.12: 2.10; 23.xx: up to 2.14).
+_NVIDIA_NEWEST = {20: (2, 3), 21: (2, 6), 22: (2, 10), 23: (2, 14)}
+
+
+def _image_target(image: str) -> tuple[int, int] | None:
+    """The newest TensorFlow (major, minor) a TensorFlow image can hold."""
     repository, _, tag = image.partition(":")
     if repository.endswith("nvidia/tensorflow") or "nvidia/merlin/merlin-tensorflow" in repository:
         if "-tf1" in tag:
-            return KERAS2, True, True
+            return (1, 15)
         match = re.match(r"(\d\d)\.\d\d", tag)
         if match and int(match.group(1)) <= 23:
-            # NVIDIA's release notes: up to 23.xx ship TensorFlow <= 2.14; the 20.xx
-            # TF2 images TensorFlow 2.0 - 2.3 (2.4 came with 21.02)
-            return KERAS2, int(match.group(1)) <= 20, False
+            return _NVIDIA_NEWEST.get(int(match.group(1)), (2, 3))
         return None
     version = None
     if repository.endswith(("tensorflow/tensorflow", "/tensorflow-training", "/tensorflow-inference")):
@@ -466,9 +478,7 @@ def _image_target(image: str) -> tuple[str, bool, bool] | None:
         match = re.search(r"deeplearning-platform-release/tf2?-(?:cpu|gpu)\.(\d+)-(\d+)$", repository)
         if match:
             version = (int(match.group(1)), int(match.group(2)))
-    if version is not None:
-        return (KERAS2 if version < (2, 16) else KERAS3), version < (2, 4), version < (2, 0)
-    return None
+    return version
 
 
 _README_NAMES = ("README.md", "README.rst", "README.txt", "README", "Readme.md", "readme.md")
@@ -504,8 +514,7 @@ def readme_target(folder: str) -> Target | None:
         for image, tag in _IMAGE_REFERENCE.findall(text):
             found = _image_target(f"{image}:{tag}")
             if found is not None:
-                keras, old, tf1 = found
-                versions.append((1, 15) if tf1 else (2, 0) if old else (2, 15) if keras == KERAS2 else (2, 16))
+                versions.append(found)
                 named.append(f"the image {image}:{tag}")
         for match in (*_PIP_TENSORFLOW.finditer(text), *_LISTED_TENSORFLOW.finditer(text)):
             versions.append((int(match.group(1)), int(match.group(2))))
@@ -524,9 +533,9 @@ def readme_target(folder: str) -> Target | None:
 def _target_of_versions(versions: list[tuple[int, int]], reason: str) -> Target | None:
     if all(v < (2, 16) for v in versions):
         return Target(KERAS2, reason, before_stable_api=all(v < (2, 4) for v in versions),
-                      tf1=all(v < (2, 0) for v in versions), names_tensorflow=True)
+                      tf1=all(v < (2, 0) for v in versions), names_tensorflow=True, newest_tensorflow=max(versions))
     if all(v >= (2, 16) for v in versions):
-        return Target(KERAS3, reason, names_tensorflow=True)
+        return Target(KERAS3, reason, names_tensorflow=True, newest_tensorflow=max(versions))
     return None
 
 
@@ -547,7 +556,8 @@ def notebook_target(notebook: dict) -> Target | None:
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
         if _TENSORFLOW_VERSION_MAGIC.search(source):
-            return Target(KERAS2, "the notebook selects TensorFlow 1.x (`%tensorflow_version 1.x`)", before_stable_api=True)
+            return Target(KERAS2, "the notebook selects TensorFlow 1.x (`%tensorflow_version 1.x`)", before_stable_api=True,
+                          tf1=True, names_tensorflow=True, newest_tensorflow=(1, 15))
         pinned = _PIP_TENSORFLOW.search(source)
         if pinned:
             return _target_of_versions([(int(pinned.group(1)), int(pinned.group(2)))],
@@ -771,10 +781,29 @@ _KERAS_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (2, 3) for minor
 _TFP_VERSIONS = tuple(f"0.{minor}.{patch}" for minor in range(0, 31) for patch in range(0, 10))
 
 
+def _newest(spec) -> tuple[int, int] | None:
+    """The newest TensorFlow (major, minor) a specifier admits."""
+    admitted = [_major_minor(v) for v in _admitted(spec, _TF_VERSIONS)]
+    return max(admitted) if admitted else None
+
+
+def _admitted(spec, versions: tuple[str, ...]) -> list[str]:
+    """The versions a specifier admits; a pin of a pre-release or nightly
+    (`tf-nightly==2.8.0.dev20211104`, `==2.5.0rc1`) stands for its release."""
+    admitted = list(spec.filter(versions, prereleases=True))
+    if not admitted and len(spec) == 1:
+        (only,) = spec
+        if only.operator in ("==", "==="):
+            match = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", only.version)
+            if match:
+                admitted = [f"{match.group(1)}.{match.group(2)}.{match.group(3) or 0}"]
+    return admitted
+
+
 def _eras(spec, versions: tuple[str, ...], first_new: tuple[int, int]) -> tuple[bool, bool]:
     """(allows a Keras 2 era version, allows a Keras 3 era version)."""
     old = new = False
-    for version in spec.filter(versions, prereleases=True):
+    for version in _admitted(spec, versions):
         if _major_minor(version) >= first_new:
             new = True
         else:
@@ -878,9 +907,10 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
                 before, since = _eras(spec, _TF_VERSIONS, (2, 4))
                 tf1, tf2 = _eras(spec, _TF_VERSIONS, (2, 0))
                 return Target(KERAS2, f"{source} pins {line} (Keras 2 era)", before_stable_api=before and not since,
-                              tf1=tf1 and not tf2, names_tensorflow=True)
+                              tf1=tf1 and not tf2, names_tensorflow=True, newest_tensorflow=_newest(spec))
             if new and not old:
-                return Target(KERAS3, f"{source} pins {line} (Keras 3 era)", names_tensorflow=True)
+                return Target(KERAS3, f"{source} pins {line} (Keras 3 era)", names_tensorflow=True,
+                              newest_tensorflow=_newest(spec))
         elif name == "keras":
             old, new = _eras(spec, _KERAS_VERSIONS, (3, 0))
             if old and not new:

@@ -1,0 +1,82 @@
+"""A finding is true where the code runs: the TensorFlow a project pins (or builds its image
+on) decides whether an old mixed-precision API is removed there or only deprecated."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import write
+
+EXPERIMENTAL = (
+    "import tensorflow as tf\n"
+    "from tensorflow.keras.mixed_precision import experimental as mixed_precision\n"
+    "mixed_precision.set_policy('mixed_float16')\n"
+)
+COMPAT_REWRITE = (
+    "import tensorflow as tf\n"
+    "optimizer = make_optimizer()\n"
+    "optimizer = tf.compat.v1.mixed_precision.enable_mixed_precision_graph_rewrite(optimizer)\n"
+    "model.compile(optimizer=optimizer, loss='mse')\n"
+)
+
+
+def _findings(cli, project, code: str, *extra: str) -> list[dict]:
+    result = cli(["--no-cache", "--output-format", "json", "--select", code, *extra, "train.py"], cwd=project)
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("declared", [
+    ("requirements.txt", "tensorflow==2.7.0\n", "2.7"),
+    ("requirements.txt", "tensorflow-gpu>=2.4,<2.9\n", "2.8"),
+    ("Dockerfile", "FROM tensorflow/tensorflow:2.4.1-gpu\n", "2.4"),
+])
+def test_the_experimental_api_is_an_info_with_its_fix_where_the_project_runs_tf_2_4_to_2_8(cli, tmp_path, declared):
+    (tmp_path / ".git").mkdir()
+    name, text, version = declared
+    write(tmp_path / name, text)
+    write(tmp_path / "train.py", EXPERIMENTAL)
+    findings = _findings(cli, tmp_path, "MP401")
+    assert findings and {f["severity"] for f in findings} == {"info"}
+    assert all(f"this project's TensorFlow {version}" in f["message"] for f in findings)
+    assert any(f["fix"] is not None for f in findings)  # the stable API exists there too
+
+
+@pytest.mark.parametrize("pin", ["tensorflow>=2.6\n", "tensorflow==2.10.0\n"])
+def test_the_experimental_api_is_an_error_where_the_project_admits_tf_2_9_or_newer(cli, tmp_path, pin):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "requirements.txt", pin)
+    write(tmp_path / "train.py", EXPERIMENTAL)
+    findings = _findings(cli, tmp_path, "MP401")
+    assert findings and {f["severity"] for f in findings} == {"error"}
+    assert not any("still has it" in f["message"] for f in findings)
+
+
+def test_a_nightly_pin_stands_for_its_release(cli, tmp_path):
+    """`tf-nightly==2.8.0.dev20211104`: TensorFlow 2.8, whose compat rewrite still takes
+    Keras optimizers (TF 2.11 made the new ones the default)."""
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "requirements.txt", "tf-nightly==2.8.0.dev20211104\n")
+    write(tmp_path / "train.py", COMPAT_REWRITE)
+    (finding,) = _findings(cli, tmp_path, "MP403")
+    assert finding["severity"] == "info"
+    assert "this project's TensorFlow 2.8 still takes Keras optimizers, TF 2.11+ reject them" in finding["message"]
+
+
+def test_the_compat_rewrite_claims_the_valueerror_where_tf_2_11_or_newer_may_run(cli, tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "requirements.txt", "tensorflow>=2.8,<2.16\n")
+    write(tmp_path / "train.py", COMPAT_REWRITE)
+    (finding,) = _findings(cli, tmp_path, "MP403")
+    assert finding["severity"] == "warning"
+    assert "accepts only TF 1.x and Keras 2 legacy optimizers" in finding["message"]
+
+
+def test_the_tf2_spelling_of_the_rewrite_is_an_info_before_tf_2_6(cli, tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "requirements.txt", "tensorflow==2.5.0\n")
+    write(tmp_path / "train.py", COMPAT_REWRITE.replace("tf.compat.v1.mixed_precision.", "tf.train.experimental."))
+    (finding,) = _findings(cli, tmp_path, "MP403")
+    assert finding["severity"] == "info"
+    assert "is deprecated since TF 2.4 (this project's TensorFlow 2.5 still has it)" in finding["message"]
