@@ -124,8 +124,10 @@ def load_run(name: str) -> list[dict]:
 def command_run(name: str, args: list[str]) -> None:
     os.makedirs(RUNS, exist_ok=True)
     rows = []
+    repos = []
     for repo_dir in repo_dirs(args):
         repo = os.path.basename(repo_dir.rstrip("/"))
+        repos.append(repo)
         findings = keyed(repo, repo_dir, run_mplint(repo_dir))
         print(f"{repo}: {len(findings)} findings", file=sys.stderr)
         rows += [{k: f[k] for k in ("key", "repo", "filename", "cell", "location", "code", "severity", "message")}
@@ -135,7 +137,21 @@ def command_run(name: str, args: list[str]) -> None:
     with open(run_path(name), "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, sort_keys=True) + "\n")
+    with open(repos_path(name), "w", encoding="utf-8") as handle:
+        handle.write("".join(f"{repo}\n" for repo in repos))  # what "missing" can be asked of
     print(f"{len(rows)} findings -> {os.path.relpath(run_path(name))}")
+
+
+def repos_path(name: str) -> str:
+    return os.path.join(RUNS, f"{name}.repos")
+
+
+def run_repos(name: str) -> set[str] | None:
+    """The repositories a run checked (None for runs recorded before the list was kept)."""
+    if not os.path.exists(repos_path(name)):
+        return None
+    with open(repos_path(name), encoding="utf-8") as handle:
+        return {line.strip() for line in handle if line.strip()}
 
 
 # -- the sample ---------------------------------------------------------------------------
@@ -291,8 +307,10 @@ def command_report(names: list[str], labeller: str | None = None) -> None:
     present = {f["key"] for f in load_run(last)}
     overruled = {r["key"] for r in rows if r.get("labeller") and r["verdict"] in ("false", "debatable")}
     labelled_true = {r["key"] for r in rows if r["verdict"] == "true"}
-    lost = sorted(labelled_true - present - overruled)
-    print(f"true findings (labelled) missing from `{last}`: {len(lost)}")
+    checked = run_repos(last)
+    lost = sorted(k for k in labelled_true - present - overruled if checked is None or k.split(":", 1)[0] in checked)
+    scope = f" (of the {len(checked)} repositories it checked)" if checked is not None else ""
+    print(f"true findings (labelled) missing from `{last}`{scope}: {len(lost)}")
     for key in lost:
         print(f"  {key}")
     extended_only = sorted(f["key"] for f in load_run(last)

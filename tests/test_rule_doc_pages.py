@@ -72,3 +72,12 @@ def test_no_placeholder_home_is_declared_or_linked():
     assert not [url for url in urls.values() if ruledocs.is_placeholder(url)]
     assert ruledocs.is_placeholder("https://github.com/OWNER/mplint/blob/main/docs")
     assert not ruledocs.is_placeholder("https://github.com/someone/mplint/blob/main/docs")
+
+
+def test_a_rule_page_names_the_premises_its_findings_rest_on():
+    from mplint.catalogue.registry import rule_class
+    from mplint.catalogue.ruledocs import rule_text
+
+    assert "Rests on: keras-target" in rule_text("MP401")
+    assert "applied as safe only where every premise it rests on is proved" in rule_text("MP401")
+    assert rule_class("MP204").premises == () and "Rests on" not in rule_text("MP204")

@@ -101,7 +101,17 @@ def rule_text(code: str) -> str | None:
     if code not in RULES:
         return None
     cls = rule_class(code)
-    return f"# {cls.name} ({code})\n\nSeverity: {cls.severity.value}. {_FIX_LINE[cls.fix_availability.value]}\n\n{cls.doc()}"
+    return f"# {cls.name} ({code})\n\n{_header(cls)}\n\n{cls.doc()}"
+
+
+def _header(rule) -> str:
+    """Severity, fix availability, and the premises every finding of the rule rests on."""
+    line = f"Severity: {rule.severity.value}. {_FIX_LINE[rule.fix_availability.value]}"
+    if rule.premises:
+        line += (f" Rests on: {', '.join(rule.premises)} (each finding lists its premises with `-v`). A fix the page "
+                 "calls safe is applied as safe only where every premise it rests on is proved; elsewhere it is unsafe "
+                 "(`--unsafe-fixes`).")
+    return line
 
 
 def render_page(code: str) -> str:
@@ -110,7 +120,7 @@ def render_page(code: str) -> str:
     rule = rule_class(code)
     return (
         f"# {rule.name} ({code})\n\n"
-        f"Severity: {rule.severity.value}. {_FIX_LINE[rule.fix_availability.value]}\n\n"
+        f"{_header(rule)}\n\n"
         f"{rule.doc()}\n\n"
         f"<!-- Generated from the docstring of {rule.__module__.replace('mplint_rules', 'rules')}."
         f"{rule.__name__} by `python -m mplint.catalogue.ruledocs`; do not edit. -->\n"
