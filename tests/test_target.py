@@ -701,3 +701,36 @@ def test_the_graph_rewrite_of_a_project_whose_image_is_tensorflow_1_is_not_repor
     _fresh_project_caches()
     result = cli(["--no-cache", "--output-format", "json", "--select", "MP403", "train.py"], cwd=project)
     assert [f["code"] for f in json.loads(result.stdout)] == ["MP403"]
+
+
+TRAIN_STEP_KERAS2 = (
+    "import tensorflow as tf\n"
+    "class Trainer(tf.keras.Model):\n"
+    "    def train_step(self, data):\n"
+    "        x, y = data\n"
+    "        with tf.GradientTape() as tape:\n"
+    "            loss = self.compiled_loss(y, self(x))\n"
+    "            scaled = self.optimizer.get_scaled_loss(loss)\n"
+    "        grads = self.optimizer.get_unscaled_gradients(tape.gradient(scaled, self.trainable_variables))\n"
+    "        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))\n"
+    "        return {'loss': loss}\n"
+)
+
+
+def test_keras2_era_code_in_another_module_dates_the_project(cli, project, installed):
+    """utils.py sets the experimental mixed-precision API (TF 2.1-2.8): the project was
+    written for Keras 2, so model.py's `get_scaled_loss` is no Keras 3 AttributeError."""
+    installed({"tensorflow": "2.21.0"})
+    write(project / "model.py", TRAIN_STEP_KERAS2)
+    write(project / "utils.py", (
+        "from tensorflow.keras.mixed_precision import experimental as mixed_precision\n"
+        "def configure():\n    mixed_precision.set_policy('mixed_float16')\n"
+    ))
+    result = cli(["--no-cache", "--extended", "--output-format", "json", "--select", "MP404", "--verbose", "model.py"],
+                 cwd=project)
+    assert json.loads(result.stdout) == []
+    assert "model.py: target keras2 (the project: utils.py has Keras-2-era code)" in result.stderr
+    # Keras-3-only code anywhere in the project: nothing dates it, the environment decides.
+    write(project / "ops_user.py", "import keras\nx = keras.ops.ones((2,))\n")
+    result = cli(["--no-cache", "--extended", "--output-format", "json", "--select", "MP404", "model.py"], cwd=project)
+    assert {f["code"] for f in json.loads(result.stdout)} == {"MP404"}

@@ -583,7 +583,7 @@ def _prepare(item: Found, options: RunOptions, cache: Cache | None, projects: di
     key_suffix = None
     if cache is not None:
         key_suffix = (file_settings.fingerprint(), _environment_key(item.path, settings.target),
-                      f"{index.target()!r}|{index.dependency_key(item.path)}" if in_project else "")  # type: ignore[union-attr]
+                      f"{index.target()!r}|{index.era_target()!r}|{index.dependency_key(item.path)}" if in_project else "")  # type: ignore[union-attr]
         if digest is not None and not options.details:
             cached = cache.get(item.path, findings_key(digest, *key_suffix), item.path)
             if cached is not None and (not (options.fix or options.diff) or not any(

@@ -94,8 +94,9 @@ class ModuleFacts:
             if qualified is not None:
                 used.add(qualified)
         project = self.project.target() if self.project is not None else None
+        era = self.project.era_target() if self.project is not None else None
         return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project,
-                             notebook=self.notebook)
+                             notebook=self.notebook, project_era=era)
 
     @cached_property
     def backend(self) -> "Backend":

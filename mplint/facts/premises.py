@@ -99,6 +99,7 @@ def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
 _TARGET_STATUS = {
     "config": Status.PROVED, "file": Status.PROVED, "object": Status.PROVED,
     "project": Status.INFERRED, "pins": Status.INFERRED, "container": Status.INFERRED, "era": Status.INFERRED,
+    "project-era": Status.INFERRED,
     "environment": Status.ASSUMED, "default": Status.ASSUMED,
 }
 

@@ -27,6 +27,8 @@ file's target. Decided per file, first match wins:
 7. Keras-2-era APIs in the file (the experimental mixed-precision API, TensorFlow's
    private `tensorflow.python.keras`, `lr=` in an optimizer, `experimental_run_v2`, ...)
    -> keras2, *assumed* (the code was written for Keras 2; which TensorFlow is unknown);
+   then such code in another module of the project, where none has Keras-3-only code
+   and the file does not import standalone `keras`;
 8. the installed tensorflow / keras versions, read from package metadata (never
    imported): *assumed*, since the environment running mplint need not be the one the
    code runs in;
@@ -215,10 +217,11 @@ def decide_target(
     path: str,
     project: Target | None = None,
     notebook: dict | None = None,
+    project_era: Target | None = None,
 ) -> Target:
     """The file's target, with the kind of evidence that decided it and any evidence in
     the file for the other Keras."""
-    target, source = _decide_target(configured, text, imported_modules, used_names, path, project, notebook)
+    target, source = _decide_target(configured, text, imported_modules, used_names, path, project, notebook, project_era)
     target = replace(target, source=source)
     if source != "config":
         conflict = conflicting_evidence(target.keras, text, imported_modules, used_names)
@@ -273,6 +276,7 @@ def _decide_target(
     path: str,
     project: Target | None = None,
     notebook: dict | None = None,
+    project_era: Target | None = None,
 ) -> tuple[Target, str]:
     if configured in (KERAS2, KERAS3):
         return Target(configured, "set by --target/config"), "config"
@@ -307,6 +311,10 @@ def _decide_target(
     era = keras2_era_evidence(text, used_names | set(imported_modules))
     if era is not None:
         return era, "era"
+    if project_era is not None and not any(m == "keras" or m.startswith("keras.") for m in imported_modules):
+        # a `tf.keras` module of a project written for Keras 2 (a standalone `import keras`
+        # may be a later port: it takes no date from the other modules)
+        return project_era, "project-era"
     installed = installed_target()
     if installed is not None:
         return Target(installed.keras, installed.reason, assumed=True), "environment"

@@ -94,6 +94,7 @@ class ProjectIndex:
         # float32 included, by their argument (their mixed policy is not a project fact).
         self._selectors: dict[str, tuple[list[str], frozenset[str]]] = {}
         self._target: object = _UNSET
+        self._era_target: object = _UNSET
         self._key_stats: dict[str, tuple[int, int] | None] = {}  # see `_key_stat`
         self._key_parts: dict[str, str] = {}  # see `_key_part`
 
@@ -186,6 +187,7 @@ class ProjectIndex:
         self._script_imports.clear()
         self._externals.clear()
         self._target = _UNSET
+        self._era_target = _UNSET
         self._mentions_cache = None
         self._trainers.clear()
         self._training.pop(module, None)
@@ -987,6 +989,30 @@ class ProjectIndex:
             self._target = found
         return self._target  # type: ignore[return-value]
 
+    def era_target(self) -> "Target | None":
+        """Keras 2, where modules of the project (tests and notebooks aside) have
+        Keras-2-era code (the experimental mixed-precision API, `experimental_run_v2`, ...)
+        and none has Keras-3-only code: the project was written for Keras 2. Weaker than
+        `target` (which TensorFlow runs it is unknown): the file's own evidence and the
+        project's pins decide first."""
+        if self._era_target is _UNSET:
+            from mplint.facts.target import KERAS2, Target
+
+            found = None
+            for path in self.paths:
+                if path.endswith(".ipynb"):
+                    continue
+                scan = self.scan(path)
+                if scan.test:
+                    continue
+                if scan.keras3_only:
+                    found = None
+                    break
+                if scan.keras2_era and found is None:
+                    found = Target(KERAS2, f"the project: {os.path.relpath(path)} has Keras-2-era code", assumed=True)
+            self._era_target = found
+        return self._era_target  # type: ignore[return-value]
+
     # -- values ----------------------------------------------------------------------------
     def _where(self, module: str, row: int) -> str:
         path = self.path_of.get(module, module)
@@ -1215,6 +1241,11 @@ class ModuleContext:
         if self.index.path_of.get(self.module, "").endswith(".ipynb"):
             return None  # a notebook runs alone: the other modules' code says nothing of it
         return self.index.target()
+
+    def era_target(self):
+        if self.index.path_of.get(self.module, "").endswith(".ipynb"):
+            return None
+        return self.index.era_target()
 
     def mixed_policies(self) -> tuple[frozenset[str], tuple[str, ...]]:
         if self._record:

@@ -22,6 +22,11 @@ _SETS_POLICY = re.compile(r"(?<!def )\b(?:set_global_policy|set_dtype_policy|set
 _DEFINES_SETTER = re.compile(r"^[ \t]*def[ \t]+(?:set_global_policy|set_dtype_policy)\b", re.M)
 _TF_KERAS = re.compile(r"^[ \t]*(?:import[ \t]+tf_keras\b|from[ \t]+tf_keras\b)", re.M)
 _KERAS2_ONLY = re.compile(r"\boptimizers\.legacy\b|^[ \t]*(?:import|from)[ \t]+tensorflow_addons\b", re.M)
+# Keras-2-era code (TF 2.1-2.15): the experimental mixed-precision API, TensorFlow's
+# private Keras, `experimental_run_v2`, the generator methods. Weaker than `_KERAS2_ONLY`:
+# it dates the project's code, it does not prove what runs it.
+_KERAS2_ERA = re.compile(r"mixed_precision\.experimental\b|mixed_precision[ \t]+import[ \t]+experimental\b"
+                         r"|\.experimental_run_v2\(|\.(?:fit|evaluate|predict)_generator\(|\btensorflow\.python\.keras\b")
 _KERAS3_NAMES = ("ops", "config", "random", "tree", "DTypePolicy", "dtype_policies")
 _KERAS3_ONLY = re.compile(r"\bkeras\.(?:%s)\b" % "|".join(_KERAS3_NAMES))
 _BACKEND = re.compile(r"""KERAS_BACKEND['"]?\s*(?:\]\s*=|,)\s*['"](\w+)['"]""")
@@ -52,6 +57,7 @@ class FileScan:
     tf_keras: bool = False
     keras2_only: bool = False
     keras3_only: bool = False
+    keras2_era: bool = False  # Keras-2-era code (`_KERAS2_ERA`)
     backend: str | None = None  # KERAS_BACKEND it sets
     flags: list[str] = field(default_factory=list)
     mixed_precision: bool = False  # names a mixed-precision API or policy
@@ -91,6 +97,8 @@ def scan_text(text: str, path: str) -> FileScan:
     scan.legacy_keras = sets_legacy_keras(text)
     scan.tf_keras = "tf_keras" in text and _TF_KERAS.search(text) is not None
     scan.keras2_only = ("optimizers.legacy" in text or "tensorflow_addons" in text) and _KERAS2_ONLY.search(text) is not None
+    scan.keras2_era = ("experimental" in text or "_generator(" in text or "python.keras" in text) \
+        and _KERAS2_ERA.search(text) is not None
     scan.keras3_only = any(f"keras.{name}" in text for name in _KERAS3_NAMES) and _KERAS3_ONLY.search(text) is not None
     if "KERAS_BACKEND" in text:
         backend = _BACKEND.search(text)
