@@ -53,30 +53,20 @@ def test_the_experimental_api_is_an_error_where_the_project_admits_tf_2_9_or_new
     assert not any("still has it" in f["message"] for f in findings)
 
 
-def test_a_nightly_pin_stands_for_its_release(cli, tmp_path):
-    """`tf-nightly==2.8.0.dev20211104`: TensorFlow 2.8, whose compat rewrite still takes
-    Keras optimizers (TF 2.11 made the new ones the default)."""
+@pytest.mark.parametrize("pin, spelling, severity, words", [
+    # `tf-nightly==2.8.0.dev...` stands for TensorFlow 2.8, whose compat rewrite still takes
+    # Keras optimizers (TF 2.11 made the new ones the default)
+    ("tf-nightly==2.8.0.dev20211104\n", "tf.compat.v1.mixed_precision.", "info",
+     "this project's TensorFlow 2.8 still takes Keras optimizers, TF 2.11+ reject them"),
+    ("tensorflow>=2.8,<2.16\n", "tf.compat.v1.mixed_precision.", "warning",
+     "accepts only TF 1.x and Keras 2 legacy optimizers"),
+    ("tensorflow==2.5.0\n", "tf.train.experimental.", "info",
+     "is deprecated since TF 2.4 (this project's TensorFlow 2.5 still has it)"),
+])
+def test_the_graph_rewrite_says_what_the_projects_tensorflow_still_takes(cli, tmp_path, pin, spelling, severity, words):
     (tmp_path / ".git").mkdir()
-    write(tmp_path / "requirements.txt", "tf-nightly==2.8.0.dev20211104\n")
-    write(tmp_path / "train.py", COMPAT_REWRITE)
+    write(tmp_path / "requirements.txt", pin)
+    write(tmp_path / "train.py", COMPAT_REWRITE.replace("tf.compat.v1.mixed_precision.", spelling))
     (finding,) = _findings(cli, tmp_path, "MP403")
-    assert finding["severity"] == "info"
-    assert "this project's TensorFlow 2.8 still takes Keras optimizers, TF 2.11+ reject them" in finding["message"]
-
-
-def test_the_compat_rewrite_claims_the_valueerror_where_tf_2_11_or_newer_may_run(cli, tmp_path):
-    (tmp_path / ".git").mkdir()
-    write(tmp_path / "requirements.txt", "tensorflow>=2.8,<2.16\n")
-    write(tmp_path / "train.py", COMPAT_REWRITE)
-    (finding,) = _findings(cli, tmp_path, "MP403")
-    assert finding["severity"] == "warning"
-    assert "accepts only TF 1.x and Keras 2 legacy optimizers" in finding["message"]
-
-
-def test_the_tf2_spelling_of_the_rewrite_is_an_info_before_tf_2_6(cli, tmp_path):
-    (tmp_path / ".git").mkdir()
-    write(tmp_path / "requirements.txt", "tensorflow==2.5.0\n")
-    write(tmp_path / "train.py", COMPAT_REWRITE.replace("tf.compat.v1.mixed_precision.", "tf.train.experimental."))
-    (finding,) = _findings(cli, tmp_path, "MP403")
-    assert finding["severity"] == "info"
-    assert "is deprecated since TF 2.4 (this project's TensorFlow 2.5 still has it)" in finding["message"]
+    assert finding["severity"] == severity
+    assert words in finding["message"]

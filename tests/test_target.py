@@ -663,26 +663,22 @@ def _fresh_project_caches() -> None:
     project_root.cache_clear()
 
 
-def test_pins_that_name_only_keras_take_the_tensorflow_version_from_the_image(project, installed):
-    """`Keras==2.3.1` says Keras 2, not which TensorFlow: the image the project runs in
-    (`tensorflow/tensorflow:1.15.2`) does, so the target is TensorFlow 1.x."""
+@pytest.mark.parametrize("requirements, expected, image_named", [
+    # `Keras==2.3.1` says Keras 2, not which TensorFlow: the image the project runs in
+    # (`tensorflow/tensorflow:1.15.2`) does, so the target is TensorFlow 1.x
+    ("numpy==1.18.0\nKeras==2.3.1\n", ("keras2", True, True), True),
+    # a TensorFlow pin says it itself: the image does not override it
+    ("tensorflow==2.5.0\n", ("keras2", False, False), False),
+])
+def test_pins_that_name_only_keras_take_the_tensorflow_version_from_the_image(project, installed, requirements,
+                                                                               expected, image_named):
     installed({"tensorflow": "2.21.0"})
     _fresh_project_caches()
-    write(project / "requirements.txt", "numpy==1.18.0\nKeras==2.3.1\n")
+    write(project / "requirements.txt", requirements)
     write(project / "Dockerfile", "FROM tensorflow/tensorflow:1.15.2-gpu-py3\n")
     target = target_of(project / "train.py", TF_ONLY)
-    assert (target.keras, target.tf1, target.before_stable_api) == ("keras2", True, True)
-    assert "Keras==2.3.1" in target.reason and "tensorflow/tensorflow:1.15.2-gpu-py3" in target.reason
-
-
-def test_a_tensorflow_pin_is_not_overridden_by_the_image(project, installed):
-    installed({"tensorflow": "2.21.0"})
-    _fresh_project_caches()
-    write(project / "requirements.txt", "tensorflow==2.5.0\n")
-    write(project / "Dockerfile", "FROM tensorflow/tensorflow:1.15.2-gpu-py3\n")
-    target = target_of(project / "train.py", TF_ONLY)
-    assert (target.keras, target.tf1, target.before_stable_api) == ("keras2", False, False)
-    assert "Dockerfile" not in target.reason
+    assert (target.keras, target.tf1, target.before_stable_api) == expected
+    assert ("tensorflow/tensorflow:1.15.2-gpu-py3" in target.reason) is image_named
 
 
 def test_the_graph_rewrite_of_a_project_whose_image_is_tensorflow_1_is_not_reported(project, installed, cli):
