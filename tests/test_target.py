@@ -334,6 +334,8 @@ def test_the_container_image_decides_after_the_pins(project, installed, dockerfi
         ("FROM nvcr.io/nvidia/tensorflow:21.02-tf2-py3\n", False),  # TF 2.4
         ("FROM tensorflow/tensorflow:2.3.0-gpu\n", True),
         ("FROM tensorflow/tensorflow:2.4.1\n", False),
+        # Docker Hub's `-py3` tags ended with TF 2.1: `latest-gpu-py3` is TF 2.1.0
+        ("FROM tensorflow/tensorflow:latest-gpu-py3\n", True),
     ],
 )
 def test_the_image_says_whether_tensorflow_predates_the_stable_api(project, installed, dockerfile, before_stable_api):
@@ -495,6 +497,8 @@ def test_a_notebook_says_what_it_ran_on(project, installed, cells, keras, before
         ("```\npip install tensorflow==2.17.0\n```\n", "keras3", False),
         ("Tested with TensorFlow 1.15 and TF 2.3.\n", "keras2", True),
         ("Requires TensorFlow 2.4+.\n", None, None),  # a lower bound says nothing
+        # a pairing, not a lower bound
+        ("Activate the TensorFlow2.1.0+Python3.6.8 Singularity image.\n", "keras2", True),
         ("Works with TensorFlow 2.0 or later.\n", None, None),
         ("Runs on TensorFlow 2.3 and TensorFlow 2.17.\n", None, None),  # they disagree
         ("A TensorFlow2 model (TF 2.x).\n", None, None),
@@ -730,3 +734,12 @@ def test_keras2_era_code_in_another_module_dates_the_project(cli, project, insta
     write(project / "ops_user.py", "import keras\nx = keras.ops.ones((2,))\n")
     result = cli(["--no-cache", "--extended", "--output-format", "json", "--select", "MP404", "model.py"], cwd=project)
     assert {f["code"] for f in json.loads(result.stdout)} == {"MP404"}
+
+
+def test_a_dockerfile_in_a_folder_named_dockerfile_is_read(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    _fresh_project_caches()
+    write(project / "Dockerfile" / "Dockerfile", "FROM tensorflow/tensorflow:2.3.0-gpu\n")
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.before_stable_api, target.assumed) == ("keras2", True, False)
+    assert target.reason == "Dockerfile/Dockerfile builds on tensorflow/tensorflow:2.3.0-gpu"

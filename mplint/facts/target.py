@@ -410,7 +410,7 @@ def _in_git(folder: str) -> bool:
     return parent != folder and _in_git(parent)
 
 
-_DOCKER_FOLDERS = ("docker", "dockerfile", "dockerfiles", "Docker", ".devcontainer")
+_DOCKER_FOLDERS = ("docker", "dockerfile", "dockerfiles", "Docker", "Dockerfile", "Dockerfiles", ".devcontainer")
 
 
 def _is_dockerfile_name(name: str) -> bool:
@@ -482,6 +482,10 @@ def _image_target(image: str) -> tuple[int, int] | None:
         match = re.match(r"(\d+)\.(\d+)", tag)
         if match:
             version = (int(match.group(1)), int(match.group(2)))
+        elif re.fullmatch(r"latest(?:-[\w]+)*-py3(?:-[\w]+)*", tag) and repository.endswith("tensorflow/tensorflow"):
+            # Docker Hub's `-py3` tags ended with TF 2.1 (images are Python 3 only since
+            # 2.2): `latest-gpu-py3` is TF 2.1.0 to this day
+            version = (2, 1)
     else:  # Google Cloud's Deep Learning Containers: `gcr.io/deeplearning-platform-release/tf2-gpu.2-3`
         match = re.search(r"deeplearning-platform-release/tf2?-(?:cpu|gpu)\.(\d+)-(\d+)$", repository)
         if match:
@@ -495,10 +499,11 @@ _PIP_TENSORFLOW = re.compile(r"pip3?\s+install\b[^\n]*?(?<![\w-])(?:tensorflow|t
 # A requirement listed on a line of its own (a "Requirements" section: `tensorflow==1.8.0`).
 _LISTED_TENSORFLOW = re.compile(r"^[ \t>*+-]*`?(?:tensorflow|tensorflow-gpu|tensorflow-cpu)\s*==\s*(\d+)\.(\d+)[\w.]*`?[ \t]*$",
                                 re.M)
-# "TensorFlow 2.0", "TF 1.15", not "TensorFlow 2.4+", "TF 2.x", "TensorFlow 2.0 or later".
+# "TensorFlow 2.0", "TF 1.15", "TensorFlow2.1.0+Python3.6" (a pairing, not "or later"), not
+# "TensorFlow 2.4+", "TF 2.x", "TensorFlow 2.0 or later".
 _PROSE_VERSION = re.compile(
     r"(?<![>=\w])(?:TensorFlow|Tensorflow|tensorflow|TF)[ -]?v?(\d)\.(\d{1,2})(?:\.\d+)?(?![\d.]*\w)"
-    r"(?!\s*(?:\+|or\s+(?:later|newer|above|higher|greater)|and\s+(?:later|newer|above|higher|up)))"
+    r"(?!\s*(?:\+(?![A-Za-z])|or\s+(?:later|newer|above|higher|greater)|and\s+(?:later|newer|above|higher|up)))"
 )
 
 
