@@ -315,6 +315,22 @@ def test_the_dtype_premise_follows_where_the_tensor_comes_from(cli, tmp_path):
     assert default == [("halves.py", 9), ("layers.py", 17)]
 
 
+def test_a_tf_function_parameter_has_an_assumed_dtype_and_a_model_output_in_it_an_inferred_one(cli, tmp_path):
+    """No layer casts what a @tf.function is given: a parameter's dtype is its callers'
+    (assumed, extended tier); a model's output inside it computes under the policy
+    (inferred, default tier)."""
+    write(tmp_path / "steps.py", (
+        "import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(4)])\n\n\n"
+        "@tf.function\ndef hardest(distances, mask):\n    return distances + (1.0 - mask) * 1e9\n\n\n"
+        "@tf.function\ndef masked(x, mask):\n    logits = model(x)\n    return logits + (1.0 - mask) * -1e9\n"
+    ))
+    findings = {f["location"]["row"]: f for f in _json(cli, ["--extended", "steps.py"], tmp_path) if f["code"] == "MP501"}
+    assert {row: (_premise(f, "dtype")["status"], f["tier"]) for row, f in findings.items()} == {
+        9: ("assumed", "extended"), 15: ("inferred", "default")}
+    assert "`distances` is a parameter of @tf.function code" in _premise(findings[9], "dtype")["evidence"]
+
+
 def test_a_float16_policy_of_files_that_do_not_use_the_library_module_is_assumed(cli, tmp_path):
     """The project names mixed_float16 only in a script that trains another model: the
     library's layer code that script never uses has an assumed policy (extended tier);

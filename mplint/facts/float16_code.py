@@ -696,8 +696,9 @@ class Float16Code:
         - inferred: one is the code's own tensor (a parameter of the layer code, a
           framework op or a sublayer on its tensors, an attribute of the layer): it
           computes in the layer's dtype, float16 under mixed_float16;
-        - assumed: every one is the value of a function of another project module, or a
-          comparison (booleans), whose dtype mplint does not follow.
+        - assumed: every one is the value of a function of another project module, a
+          comparison (booleans), or a parameter of @tf.function code (no layer casts what
+          it is given), whose dtype mplint does not follow.
         """
         kind, why = _strongest([self._origin(o) for o in operands if o is not None and self.constant(o) is None])
         if kind == "float16":
@@ -724,7 +725,10 @@ class Float16Code:
         if isinstance(expr, cst.Name):
             binding = self.binding_before(expr)
             if binding is None:
-                return "activation", ""  # a parameter (or a name this walk does not follow)
+                if self.region_of(expr) == TF_FUNCTION and self._is_parameter(expr):
+                    # no layer casts what a @tf.function is given: its callers decide
+                    return "unknown", f"`{short}` is a parameter of @tf.function code: its dtype is what its callers pass"
+                return "activation", ""  # a parameter of layer code (or a name this walk does not follow)
             node, value = binding
             if isinstance(node, cst.AugAssign):
                 value = node.value
@@ -747,6 +751,10 @@ class Float16Code:
                 return "unknown", (f"`{short}` is the value of `{elsewhere}`, a function of another module "
                                    "whose return dtype mplint does not follow")
         return "activation", ""
+
+    def _is_parameter(self, name: cst.Name) -> bool:
+        function = self.index.enclosing(name, cst.FunctionDef, cst.Lambda)
+        return function is not None and any(p.name.value == name.value for p in _params(function))
 
     def _other_module_function(self, call: cst.Call) -> str | None:
         """The name of the function of another project module a call runs, if it is one."""
