@@ -166,6 +166,8 @@ class MigrationRule(Rule):
     the notes (mappings, what a fix cannot keep, why there is none). The message keeps the
     first two clauses; the notes go to the detail (`-v`, JSON, SARIF, the editor)."""
 
+    fix_changes_numerics = False  # a migration keeps what the code computes
+
     def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None,
                premises=(), detail: str = "") -> None:
         if not old_tensorflow_only(self.facts, node):

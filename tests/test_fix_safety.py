@@ -283,3 +283,28 @@ def test_unbound_names_withhold_the_fix_and_say_so():
     (finding,) = outcome.findings
     assert finding.fix is None and "it would use `optimizer`, which is not bound" in finding.detail
     assert outcome.text == doc.text
+
+
+MIXED_OUTPUT = """\
+import keras
+keras.mixed_precision.set_global_policy("mixed_float16")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(2)])
+model.compile("adam", "mse")
+model.fit(x, y)
+"""
+
+
+@pytest.mark.parametrize("path, applicability", [("train.py", "safe"), ("tests/test_outputs.py", "unsafe")])
+def test_a_fix_that_changes_numerics_is_unsafe_in_a_test_module(cli, tmp_path, path, applicability):
+    """A test may build a float16 output on purpose (what it checks): MP101's fix, safe in
+    a program, is unsafe there; a migration's (MP401) is not affected."""
+    import json
+
+    from tests.conftest import write
+
+    write(tmp_path / path, "# fixture\n" + MIXED_OUTPUT)
+    (finding,) = json.loads(cli(["--no-cache", "--output-format", "json", "--target", "keras3", path], cwd=tmp_path).stdout)
+    assert finding["code"] == "MP101" and finding["fix"]["applicability"] == applicability
+    write(tmp_path / path, "import tensorflow as tf\ntf.keras.mixed_precision.experimental.set_policy('mixed_float16')\n")
+    (finding,) = json.loads(cli(["--no-cache", "--output-format", "json", "--target", "keras2", path], cwd=tmp_path).stdout)
+    assert finding["code"] == "MP401" and finding["fix"]["applicability"] == "safe"

@@ -30,6 +30,7 @@ import libcst as cst
 from mplint.core.diagnostics import Applicability, FixAvailability, Severity
 from mplint.core.diagnostics import TARGET, Premise, Status, all_proved, unproved_note
 from mplint.facts.premises import computed_premise, target_premise
+from mplint.facts.test_modules import is_test_file
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -130,6 +131,10 @@ class Rule:
     # finding's tier; a fix is safe only where they (and the target, for a fix written for
     # one Keras) are all proved.
     premises: ClassVar[tuple[str, ...]] = ()
+    # The fix changes what the code computes (a dtype, a size, an epsilon, loss scaling),
+    # not only how it spells it (the MP4xx migrations): in a test module that may be what
+    # the test exercises (a float16 output built on purpose), so the fix is unsafe there.
+    fix_changes_numerics: ClassVar[bool] = True
 
     def __init__(self, facts: "ModuleFacts", sink: list[Report]) -> None:
         self.facts = facts
@@ -186,6 +191,10 @@ class Rule:
             message = f"{message} ({'; '.join(short)})"
         if fix is not None and fix.applicability is Applicability.SAFE and not all_proved(tuple(fix_rests_on)):
             fix = FixPlan(Applicability.UNSAFE, fix.message, fix.changes, fix.group)
+        if fix is not None and fix.applicability is Applicability.SAFE and self.fix_changes_numerics \
+                and is_test_file(self.facts.path):
+            fix = FixPlan(Applicability.UNSAFE, fix.message, fix.changes, fix.group)
+            why.append("fix unsafe in a test module: what the code computes there may be what the test checks")
         self._sink.append(Report(self.code, self.name, severity or self.severity, node, message, fix, tuple(found),
                                  "; ".join(why)))
 
