@@ -1070,7 +1070,9 @@ class LossScaleApiMismatch(MigrationRule):
     3, Keras 3 `scale_loss` under Keras 2. Calls on an experimental `LossScaleOptimizer`
     (TF 2.1-2.8, or the one TF 2.x's graph rewrite returns) are not reported: that
     optimizer has these methods, MP401/MP403 report its constructor, and the calls are
-    reported once it has been migrated.
+    reported once it has been migrated. Keras 2 calls on an optimizer built plain (never
+    wrapped in a `LossScaleOptimizer`) are reported as what they are, without a fix: no
+    Keras has them there, and `scale_loss` would scale nothing; the wrap is missing.
 
     ## Why is this bad?
     A Keras 3 `LossScaleOptimizer` has no `get_scaled_loss` / `get_unscaled_gradients`
@@ -1137,6 +1139,10 @@ class LossScaleApiMismatch(MigrationRule):
         if facts.target.is_keras3:
             calls = [call for call in loops.method_calls("get_scaled_loss", "get_unscaled_gradients")
                      if self._keras2_method_call(loops, call)]
+            plain = [call for call in calls if loops.optimizer(call.func.value, call).is_plain]  # type: ignore[union-attr]
+            for call in plain:
+                self._plain_optimizer(loops, call)
+            calls = [call for call in calls if call not in plain]
             for together in _migrated_together(loops, calls):
                 self._keras2_methods(loops, together)
             for call in facts.calls_to(LSO_CURRENT):
@@ -1184,6 +1190,15 @@ class LossScaleApiMismatch(MigrationRule):
         if wrapper is None:
             return None
         return object_keras(self.facts.names.raw(wrapper.func), self.facts.imports.imported_modules)
+
+    def _plain_optimizer(self, loops: TrainingLoops, call: cst.Call) -> None:
+        """`get_scaled_loss` on an optimizer built plain (never wrapped): no Keras has it
+        there, and `scale_loss` would not scale anything; the wrap is what is missing."""
+        method = call.func.attr.value  # type: ignore[union-attr]
+        label = loops.optimizer(call.func.value, call).label  # type: ignore[union-attr]
+        self.report(call, f"`{label}` is a plain optimizer, not a LossScaleOptimizer: it has no `{method}` "
+                    "(AttributeError on Keras 2 and 3); wrap it in a LossScaleOptimizer where it is built",
+                    detail="no fix: renaming the call would leave the loss unscaled")
 
     def _keras2_method_call(self, loops: TrainingLoops, call: cst.Call) -> bool:
         method = call.func.attr.value  # type: ignore[union-attr]
