@@ -56,7 +56,7 @@ def compiles(path: str) -> str | None:
     Jupyter runs it (a `from __future__` import may open any cell)."""
     import re
 
-    from mplint.inputs.source import load_document
+    from mplint.inputs.documents import load_document
 
     with open(path, "rb") as handle:
         doc = load_document(path, handle.read())
@@ -110,7 +110,11 @@ def check_repository(path: str) -> dict:
         report["fix_seconds"] = round(seconds, 2)
         changed = changed_files(path, copy)
         report["files_fixed"] = len(changed)
-        report["broken_after_fix"] = {rel: err for rel in changed if (err := compiles(os.path.join(copy, rel)))}
+        # a file that did not compile before (a `from __future__` import after code) is not
+        # the fix's doing: only files that compiled and no longer do count
+        report["broken_after_fix"] = {rel: err for rel in changed if (err := compiles(os.path.join(copy, rel)))
+                                      and compiles(os.path.join(path, rel)) is None}
+        report["broken_before_fix"] = sorted(rel for rel in changed if compiles(os.path.join(path, rel)) is not None)
         report["internal_errors"] = [f"{f['filename']}: {f['message']}" for f in offered + remaining if f["code"] == "MP900"]
         report.update(offered_versus_applied(offered, remaining))
         snapshot = {rel: open(os.path.join(copy, rel), "rb").read() for rel in changed}
