@@ -1139,10 +1139,11 @@ class LossScaleApiMismatch(MigrationRule):
         if facts.target.is_keras3:
             calls = [call for call in loops.method_calls("get_scaled_loss", "get_unscaled_gradients")
                      if self._keras2_method_call(loops, call)]
-            plain = [call for call in calls if loops.optimizer(call.func.value, call).is_plain]  # type: ignore[union-attr]
-            for call in plain:
-                self._plain_optimizer(loops, call)
-            calls = [call for call in calls if call not in plain]
+            receivers = {id(call): loops.optimizer(call.func.value, call) for call in calls}  # type: ignore[union-attr]
+            for call in calls:
+                if receivers[id(call)].is_plain:
+                    self._plain_optimizer(call, receivers[id(call)].label)
+            calls = [call for call in calls if not receivers[id(call)].is_plain]
             for together in _migrated_together(loops, calls):
                 self._keras2_methods(loops, together)
             for call in facts.calls_to(LSO_CURRENT):
@@ -1191,11 +1192,10 @@ class LossScaleApiMismatch(MigrationRule):
             return None
         return object_keras(self.facts.names.raw(wrapper.func), self.facts.imports.imported_modules)
 
-    def _plain_optimizer(self, loops: TrainingLoops, call: cst.Call) -> None:
+    def _plain_optimizer(self, call: cst.Call, label: str) -> None:
         """`get_scaled_loss` on an optimizer built plain (never wrapped): no Keras has it
         there, and `scale_loss` would not scale anything; the wrap is what is missing."""
         method = call.func.attr.value  # type: ignore[union-attr]
-        label = loops.optimizer(call.func.value, call).label  # type: ignore[union-attr]
         self.report(call, f"`{label}` is a plain optimizer, not a LossScaleOptimizer: it has no `{method}` "
                     "(AttributeError on Keras 2 and 3); wrap it in a LossScaleOptimizer where it is built",
                     detail="no fix: renaming the call would leave the loss unscaled")

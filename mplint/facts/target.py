@@ -303,8 +303,7 @@ def _decide_target(
     if project is not None:
         if pinned is not None and pinned.keras == project.keras and pinned.names_tensorflow:
             # the project's code says which Keras; its pins or image, which TensorFlow
-            return replace(project, reason=f"{project.reason}; {pinned.reason}", before_stable_api=pinned.before_stable_api,
-                           tf1=pinned.tf1, names_tensorflow=True, newest_tensorflow=pinned.newest_tensorflow), "project"
+            return _with_tensorflow_of(project, pinned), "project"
         return project, "project"
     if pinned is not None:
         return pinned, "pins"
@@ -347,9 +346,14 @@ def project_tensorflow(folder: str) -> Target | None:
     if pins is None:
         return container
     if container is not None and not pins.names_tensorflow and container.names_tensorflow and container.keras == pins.keras:
-        return replace(pins, reason=f"{pins.reason}; {container.reason}", before_stable_api=container.before_stable_api,
-                       tf1=container.tf1, names_tensorflow=True, newest_tensorflow=container.newest_tensorflow)
+        return _with_tensorflow_of(pins, container)
     return pins
+
+
+def _with_tensorflow_of(target: Target, other: Target) -> Target:
+    """`target`'s Keras with what `other` (which names TensorFlow) says of TensorFlow."""
+    return replace(target, reason=f"{target.reason}; {other.reason}", before_stable_api=other.before_stable_api,
+                   tf1=other.tf1, names_tensorflow=True, newest_tensorflow=other.newest_tensorflow)
 
 
 def _folder_notes(folder: str) -> Target | None:
@@ -794,12 +798,6 @@ _KERAS_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (2, 3) for minor
 _TFP_VERSIONS = tuple(f"0.{minor}.{patch}" for minor in range(0, 31) for patch in range(0, 10))
 
 
-def _newest(spec) -> tuple[int, int] | None:
-    """The newest TensorFlow (major, minor) a specifier admits."""
-    admitted = [_major_minor(v) for v in _admitted(spec, _TF_VERSIONS)]
-    return max(admitted) if admitted else None
-
-
 def _admitted(spec, versions: tuple[str, ...]) -> list[str]:
     """The versions a specifier admits; a pin of a pre-release or nightly
     (`tf-nightly==2.8.0.dev20211104`, `==2.5.0rc1`) stands for its release."""
@@ -915,15 +913,16 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
                 return Target(KERAS3, f"{source} pins {line} (a Keras 3 era TensorFlow)", names_tensorflow=True)
             continue
         if name in _TF_DISTRIBUTIONS:
-            old, new = _eras(spec, _TF_VERSIONS, (2, 16))
-            if old and not new:
-                before, since = _eras(spec, _TF_VERSIONS, (2, 4))
-                tf1, tf2 = _eras(spec, _TF_VERSIONS, (2, 0))
-                return Target(KERAS2, f"{source} pins {line} (Keras 2 era)", before_stable_api=before and not since,
-                              tf1=tf1 and not tf2, names_tensorflow=True, newest_tensorflow=_newest(spec))
-            if new and not old:
+            # every TensorFlow the pin admits, read once: the newest decides the era and
+            # whether the stable mixed-precision API (2.4) or TF 2 itself is there yet
+            admitted = [_major_minor(v) for v in _admitted(spec, _TF_VERSIONS)]
+            if admitted and max(admitted) < (2, 16):
+                newest = max(admitted)
+                return Target(KERAS2, f"{source} pins {line} (Keras 2 era)", before_stable_api=newest < (2, 4),
+                              tf1=newest < (2, 0), names_tensorflow=True, newest_tensorflow=newest)
+            if admitted and min(admitted) >= (2, 16):
                 return Target(KERAS3, f"{source} pins {line} (Keras 3 era)", names_tensorflow=True,
-                              newest_tensorflow=_newest(spec))
+                              newest_tensorflow=max(admitted))
         elif name == "keras":
             old, new = _eras(spec, _KERAS_VERSIONS, (3, 0))
             if old and not new:

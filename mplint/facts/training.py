@@ -184,11 +184,11 @@ class TrainingLoops:
         self.index = facts.index
         self._names: dict[tuple[int, str], list[_Binding]] = {}
         self._attributes: dict[tuple[int, str], list[_Binding]] = {}  # (class id, attr) -> bindings
-        self._functions: dict[str, cst.FunctionDef] = {}
+        self._functions: dict[str, cst.FunctionDef] = {}  # the module's functions by name (the last definition)
+        self._definitions: dict[str, list[cst.FunctionDef]] = {}  # ... every definition, in source order
         self._scopes: dict[int, cst.CSTNode] = {}
         self._by_scope: dict[int, list[cst.CSTNode]] | None = None
         self._top_level_calls: dict[str, list[cst.Call]] | None = None
-        self._module_functions: dict[str, list[cst.FunctionDef]] | None = None
         self._collect_bindings()
         self.tapes: dict[tuple[int, str], list[cst.With]] = {}
         self._collect_tapes()
@@ -222,6 +222,7 @@ class TrainingLoops:
         for statement in index.module.body:
             if isinstance(statement, cst.FunctionDef):
                 self._functions[statement.name.value] = statement
+                self._definitions.setdefault(statement.name.value, []).append(statement)
         for node in [*index.nodes(cst.Assign), *index.nodes(cst.AnnAssign)]:
             value = node.value
             if value is None:
@@ -302,7 +303,7 @@ class TrainingLoops:
         if not isinstance(function, cst.FunctionDef):
             return None
         name = function.name.value
-        redefined = [d for d in self._top_level_definitions(name) if self.index.before(function, d)]
+        redefined = [d for d in self._definitions.get(name, ()) if self.index.before(function, d)]
         end = redefined[0] if redefined else None
         seen: set[int] = set()
         found: _Binding | None = None
@@ -315,16 +316,6 @@ class TrainingLoops:
             found = before[-1]
             seen.add(id(found))
         return found if len(seen) == 1 else None
-
-    def _top_level_definitions(self, name: str) -> list[cst.FunctionDef]:
-        """The functions named `name` defined in the module's body, in source order."""
-        if self._module_functions is None:
-            table: dict[str, list[cst.FunctionDef]] = {}
-            for statement in self.index.module.body:
-                if isinstance(statement, cst.FunctionDef):
-                    table.setdefault(statement.name.value, []).append(statement)
-            self._module_functions = table
-        return self._module_functions.get(name, [])
 
     def _calls_of_top_level_name(self, name: str) -> list[cst.Call]:
         """The module's top-level calls of the bare name `name`, in source order (the

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mplint.facts.entries import ENTRY, External, module_entry, solve, substitute
 from mplint.facts.project_context import ExternalOptimizer, ExternalValue
@@ -964,12 +964,7 @@ class ProjectIndex:
             from mplint.facts.target import KERAS2, KERAS3, Target
 
             keras2, keras3 = [], []
-            for path in self.paths:
-                if path.endswith(".ipynb"):
-                    continue  # a notebook is a program of its own: it says nothing of the modules
-                scan = self.scan(path)
-                if scan.test:
-                    continue
+            for path, scan in self._module_scans():
                 if not (scan.legacy_keras or scan.tf_keras or scan.keras2_only or scan.keras3_only):
                     continue
                 relative = os.path.relpath(path)
@@ -989,6 +984,16 @@ class ProjectIndex:
             self._target = found
         return self._target  # type: ignore[return-value]
 
+    def _module_scans(self) -> Iterator[tuple[str, FileScan]]:
+        """(path, scan) of the project's modules whose code says which Keras the project
+        targets: tests aside, and notebooks, each a program of its own."""
+        for path in self.paths:
+            if path.endswith(".ipynb"):
+                continue
+            scan = self.scan(path)
+            if not scan.test:
+                yield path, scan
+
     def era_target(self) -> "Target | None":
         """Keras 2, where modules of the project (tests and notebooks aside) have
         Keras-2-era code (the experimental mixed-precision API, `experimental_run_v2`, ...)
@@ -999,12 +1004,7 @@ class ProjectIndex:
             from mplint.facts.target import KERAS2, Target
 
             found = None
-            for path in self.paths:
-                if path.endswith(".ipynb"):
-                    continue
-                scan = self.scan(path)
-                if scan.test:
-                    continue
+            for path, scan in self._module_scans():
                 if scan.keras3_only:
                     found = None
                     break
@@ -1238,14 +1238,15 @@ class ModuleContext:
         return tuple(sorted(m for m in self.index.importers_of(self.module) if not self.index.is_test(m)))
 
     def target(self):
-        if self.index.path_of.get(self.module, "").endswith(".ipynb"):
-            return None  # a notebook runs alone: the other modules' code says nothing of it
-        return self.index.target()
+        return None if self._runs_alone else self.index.target()
 
     def era_target(self):
-        if self.index.path_of.get(self.module, "").endswith(".ipynb"):
-            return None
-        return self.index.era_target()
+        return None if self._runs_alone else self.index.era_target()
+
+    @property
+    def _runs_alone(self) -> bool:
+        """A notebook runs alone: the other modules' code says nothing of its Keras."""
+        return self.index.path_of.get(self.module, "").endswith(".ipynb")
 
     def mixed_policies(self) -> tuple[frozenset[str], tuple[str, ...]]:
         if self._record:
