@@ -75,6 +75,9 @@ CASTS = {
     "keras.backend.cast": 1,
 }
 # Creation ops whose float results are float32 unless given a dtype.
+FRAMEWORK_PREFIXES = ("tensorflow.", "keras.", "tf_keras.")
+# How far the dtype walk follows bindings, helpers' returns and their callers' arguments.
+ORIGIN_DEPTH = 24
 FLOAT32_BY_DEFAULT = frozenset(
     {
         "tensorflow.ones", "tensorflow.zeros", "tensorflow.fill", "tensorflow.eye",
@@ -699,6 +702,12 @@ class Float16Code:
         - assumed: every one is the value of a function of another project module, a
           comparison (booleans), or a parameter of @tf.function code (no layer casts what
           it is given), whose dtype mplint does not follow.
+
+        The walk follows names to their bindings (also a tuple unpacked from a function
+        of the module: the matching element of what it returns), the module's helpers to
+        what they return, a helper's parameter to what the module's calls give it, a
+        framework op to the tensors it is given, and an explicit `dtype=` to its value:
+        a dtype that a call mplint does not follow chooses (`mask_dtype(...)`) is unknown.
         """
         kind, why = _strongest([self._origin(o) for o in operands if o is not None and self.constant(o) is None])
         if kind == "float16":
@@ -712,7 +721,7 @@ class Float16Code:
         """("float16" | "activation" | "unknown", why) for one operand."""
         facts = self.facts
         short = " ".join(facts.module.code_for_node(expr).split())[:50]
-        if depth > 8:
+        if depth > ORIGIN_DEPTH:
             return "activation", ""
         if isinstance(expr, cst.Comparison):
             return "unknown", f"`{short}` is a comparison's booleans"
@@ -728,28 +737,97 @@ class Float16Code:
                 if self.region_of(expr) == TF_FUNCTION and self._is_parameter(expr):
                     # no layer casts what a @tf.function is given: its callers decide
                     return "unknown", f"`{short}` is a parameter of @tf.function code: its dtype is what its callers pass"
+                passed = self._passed_arguments(expr)
+                if passed:  # a helper's parameter: what the module's calls of it give
+                    return _strongest([self._origin(a, depth + 1) for a in passed])
                 return "activation", ""  # a parameter of layer code (or a name this walk does not follow)
             node, value = binding
             if isinstance(node, cst.AugAssign):
                 value = node.value
+            if value is None and isinstance(node, cst.Assign):
+                return self._unpacked_origin(node, expr, depth)
             return self._origin(value, depth + 1) if value is not None else ("activation", "")
         if isinstance(expr, cst.Call):
             qualified = facts.qualified(expr.func)
             dtype = arg_value(expr, CASTS[qualified], "dtype") if qualified in CASTS else arg_value(expr, None, "dtype")
             if dtype is not None:
-                names = facts.policy.policy_names(dtype) or set()
-                if names & {"float16", "half"}:
-                    return "float16", f"`{short}` is float16"
-                if isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype":
-                    return self._origin(dtype.value, depth + 1)  # `tf.cast(mask, scores.dtype)`
-                return "activation", ""
+                return self._given_dtype_origin(dtype, short, depth)
             if qualified in DTYPE_PRESERVING:
                 first = arg_value(expr, 0)
                 return self._origin(first, depth + 1) if first is not None else ("activation", "")
+            if qualified is None:  # a function of this module: what it returns
+                returns = [r for f in facts.call_graph.callees(expr) for r in self._returns(f)]
+                if returns:
+                    return _strongest([self._origin(r, depth + 1) for r in returns])
+            elif qualified.startswith(FRAMEWORK_PREFIXES) and qualified not in FLOAT32_BY_DEFAULT:
+                # a framework op computes in the dtype of the tensors it is given
+                given = [a.value for a in expr.args if a.keyword is None and self.constant(a.value) is None
+                         and not isinstance(a.value, (cst.Tuple, cst.List, cst.SimpleString))]
+                if given:
+                    return _strongest([self._origin(g, depth + 1) for g in given])
             elsewhere = self._other_module_function(expr)
             if elsewhere is not None:
                 return "unknown", (f"`{short}` is the value of `{elsewhere}`, a function of another module "
                                    "whose return dtype mplint does not follow")
+        return "activation", ""
+
+    def _given_dtype_origin(self, dtype: cst.BaseExpression, short: str, depth: int) -> tuple[str, str]:
+        """The origin of a value created or cast with an explicit `dtype`: float16 by name,
+        the origin of `x` for `x.dtype`, the layer's own dtype for a dtype of the layer;
+        a dtype bound to the value of a call mplint does not follow (`_mask_dtype(...)`)
+        is unknown, not the layer's compute dtype."""
+        names = self.facts.policy.policy_names(dtype) or set()
+        if names & {"float16", "half"}:
+            return "float16", f"`{short}` is float16"
+        if names:
+            return "activation", ""  # a named dtype other than float16 (wide ones are filtered before)
+        if isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype":
+            return self._origin(dtype.value, depth + 1)  # `tf.cast(mask, scores.dtype)`
+        if isinstance(dtype, cst.Name) and depth <= ORIGIN_DEPTH:
+            binding = self.binding_before(dtype)
+            if binding is not None and binding[1] is not None and isinstance(binding[1], cst.Call):
+                spelled = " ".join(self.facts.module.code_for_node(binding[1]).split())[:50]
+                return "unknown", (f"`{short}` has the dtype `{spelled}` gives, which mplint does not follow")
+            passed = self._passed_arguments(dtype) if binding is None else []
+            if passed:  # a helper's `dtype` parameter: the dtypes the module's calls give it
+                return _strongest([self._given_dtype_origin(a, short, depth + 1) for a in passed])
+        return "activation", ""
+
+    def _passed_arguments(self, name: cst.Name) -> list[cst.BaseExpression]:
+        """What the module's calls give the helper parameter `name` reads (not `None`):
+        empty for a parameter of a layer's own `call` (what Keras passes it) or one
+        without calls in the module."""
+        found = self.facts.values.parameter_of(name)
+        if found is None or found[0].name.value in ("call", "__call__"):
+            return []
+        return [
+            argument for _, argument in self.facts.values.arguments(*found)
+            if not (isinstance(argument, cst.Name) and argument.value == "None")
+        ]
+
+    def _unpacked_origin(self, node: cst.Assign, name: cst.Name, depth: int) -> tuple[str, str]:
+        """The origin of a name bound by unpacking (`keep, masked = self._mask(x)`): the
+        matching element of what the module's function returns; unknown for a function
+        of another module; the layer's own tensor otherwise (`q, k = tf.split(x, 2)`)."""
+        value = node.value
+        position = _position_in_targets(node, name)
+        if not isinstance(value, cst.Call) or position is None:
+            return "activation", ""
+        callees = self.facts.call_graph.callees(value)
+        if callees:
+            found = []
+            for function in callees:
+                for returned in self._returns(function):
+                    if isinstance(returned, cst.Tuple) and position < len(returned.elements):
+                        element = returned.elements[position].value
+                        if not isinstance(element, cst.StarredElement):
+                            found.append(self._origin(element, depth + 1))
+            return _strongest(found) if found else ("activation", "")
+        elsewhere = self._other_module_function(value)
+        if elsewhere is not None:
+            short = " ".join(self.facts.module.code_for_node(value).split())[:50]
+            return "unknown", (f"`{name.value}` is unpacked from `{short}`, a function of another module "
+                               "whose return dtype mplint does not follow")
         return "activation", ""
 
     def _is_parameter(self, name: cst.Name) -> bool:
@@ -880,6 +958,16 @@ def _params(function: cst.CSTNode) -> list[cst.Param]:
 def _is_init_call(func: cst.BaseExpression) -> bool:
     """`super().__init__`, `super(C, self).__init__` or `Base.__init__`."""
     return isinstance(func, cst.Attribute) and func.attr.value == "__init__"
+
+
+def _position_in_targets(node: cst.Assign, name: cst.Name) -> int | None:
+    """The index of `name` in the assignment's one flat tuple/list target, if it is there."""
+    for target in node.targets:
+        if isinstance(target.target, (cst.Tuple, cst.List)):
+            for index, element in enumerate(target.target.elements):
+                if isinstance(element.value, cst.Name) and element.value.value == name.value:
+                    return index
+    return None
 
 
 def _callee_name(call: cst.Call) -> str:
