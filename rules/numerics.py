@@ -77,8 +77,12 @@ FLOAT16_EPSILON_LAYERS = {
 
 def _spelled_by_hazard_literal(constant: Constant) -> bool:
     """The value comes from a literal float16 cannot hold itself (`1e9`, `1e-12`), not from
-    arithmetic on small ones (`1000 * 1000`): what the pre-filter can see in the text."""
+    arithmetic on small ones (`1000 * 1000`), written in this file: what the pre-filter can
+    see in its code (a constant imported from another module is not, so reporting it would
+    make the findings depend on which rules are selected)."""
     for source in constant.sources:
+        if source.external:
+            continue
         number = literal_number(source.literal)
         if number is not None and is_float16_hazard(abs(number)):
             return True

@@ -285,3 +285,32 @@ def test_backend_step_evidence_matches_the_rules_text_hints():
         name = hint.removeprefix("jax.").removesuffix("(")
         assert name in rule_evidence.JAX_TORCH_GRADIENT_NAMES
     assert set(SCALE_METHODS) | {"compute_loss_and_updates"} <= rule_evidence.SCALED_LOSS_NAMES
+
+
+def test_findings_do_not_depend_on_the_rules_selected(cli, tmp_path):
+    # A fill value imported from another module is not in this file's code, where the
+    # pre-filter looks for MP501's literals: reporting it only when another rule made the
+    # engine parse the file would make `--select MP501` lose findings the full run has.
+    from tests.conftest import write
+    import json
+
+    write(tmp_path / "constants.py", "NEG_INF = -1e9\n")
+    write(tmp_path / "train.py", "import tensorflow as tf\nfrom layer import Masked\n"
+          "tf.keras.mixed_precision.set_global_policy('mixed_float16')\nlayer = Masked()\n")
+    write(tmp_path / "layer.py", (
+        "import tensorflow as tf\nfrom constants import NEG_INF\n\n"
+        "class Masked(tf.keras.layers.Layer):\n"
+        "    def call(self, x, mask):\n"
+        "        # fill with -1e9 where masked\n"
+        "        return tf.nn.softmax(x + (1.0 - mask) * NEG_INF)\n"
+        "\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(4)])\n"
+    ))
+
+    def mp501(args):
+        result = cli(["--no-cache", "--output-format", "json", "--extended", *args, "layer.py"], cwd=tmp_path)
+        return [(f["code"], f["location"]["row"]) for f in json.loads(result.stdout) if f["code"] == "MP501"]
+
+    everything = mp501([])
+    assert everything == mp501(["--select", "MP501"])
+    assert everything == []
