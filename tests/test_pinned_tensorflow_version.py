@@ -70,3 +70,41 @@ def test_the_graph_rewrite_says_what_the_projects_tensorflow_still_takes(cli, tm
     (finding,) = _findings(cli, tmp_path, "MP403")
     assert finding["severity"] == severity
     assert words in finding["message"]
+
+
+def _notebook(source: str, outputs: list[dict]) -> str:
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": source, "outputs": outputs}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+
+
+@pytest.mark.parametrize("notebook, words", [
+    # the printed version of the run the notebook records
+    (_notebook("import tensorflow as tf\nprint(tf.__version__)", [{"output_type": "stream", "name": "stdout",
+                                                                   "text": ["2.3.1\n"]}]),
+     "ran on TensorFlow 2.3.1"),
+    # a traceback through tensorflow_core/: only TF 1.15 to 2.1 have that package
+    (_notebook("import tensorflow as tf\nmodel.fit(x)", [{
+        "output_type": "error", "ename": "ValueError", "evalue": "bad shape",
+        "traceback": ["~/env/lib/python3.6/site-packages/tensorflow_core/python/keras/engine/training.py in fit()"]}]),
+     "tensorflow_core/"),
+])
+def test_the_folders_notebooks_say_which_tensorflow_the_project_ran_on(cli, tmp_path, notebook, words):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "experiments.ipynb", notebook)
+    write(tmp_path / "train.py", EXPERIMENTAL)
+    result = cli(["--no-cache", "--output-format", "json", "--verbose", "--select", "MP401", "train.py"], cwd=tmp_path)
+    findings = json.loads(result.stdout)
+    assert findings and {f["severity"] for f in findings} == {"info"}  # the only API of TF < 2.4
+    assert "the folder's notebooks record the TensorFlow they ran on" in result.stderr and words in result.stderr
+
+
+def test_notebooks_that_disagree_on_the_keras_decide_nothing(cli, tmp_path):
+    (tmp_path / ".git").mkdir()
+    printed = lambda version: _notebook("import tensorflow as tf\ntf.__version__", [{  # noqa: E731
+        "output_type": "execute_result", "execution_count": 1, "metadata": {}, "data": {"text/plain": [f"'{version}'"]}}])
+    write(tmp_path / "old.ipynb", printed("2.3.0"))
+    write(tmp_path / "new.ipynb", printed("2.17.0"))
+    write(tmp_path / "train.py", EXPERIMENTAL)
+    result = cli(["--no-cache", "--output-format", "json", "--verbose", "--select", "MP401", "train.py"], cwd=tmp_path)
+    assert {f["severity"] for f in json.loads(result.stdout)} == {"error"}
+    assert "notebooks record" not in result.stderr

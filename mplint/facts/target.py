@@ -40,6 +40,7 @@ messages say which Keras was assumed and how to set `target`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, replace
@@ -357,7 +358,53 @@ def _with_tensorflow_of(target: Target, other: Target) -> Target:
 
 
 def _folder_notes(folder: str) -> Target | None:
-    return readme_target(folder) or launcher_target(folder)
+    return readme_target(folder) or launcher_target(folder) or notebooks_run_target(folder)
+
+
+# A traceback through `tensorflow_core/`: the package layout of TF 1.15 to 2.1 only.
+_TENSORFLOW_CORE_PATH = re.compile(r"[/\\]tensorflow_core[/\\]")
+_NOTEBOOKS_READ = 20  # notebooks of a folder read at most
+_NOTEBOOK_BYTES = 5_000_000  # larger notebooks are not read
+
+
+@lru_cache(maxsize=1024)
+def notebooks_run_target(folder: str) -> Target | None:
+    """The TensorFlow the folder's notebooks record they ran on: the printed
+    `tf.__version__` (or the version a notebook installs or selects, `notebook_target`),
+    or a traceback through `tensorflow_core/`, which only TF 1.15 to 2.1 have. Every
+    notebook that says must agree on the Keras; otherwise it decides nothing."""
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".ipynb"))[:_NOTEBOOKS_READ]
+    except OSError:
+        return None
+    versions: list[tuple[int, int]] = []
+    said: list[str] = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            if os.path.getsize(path) > _NOTEBOOK_BYTES:
+                continue
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        if "tensorflow" not in text:
+            continue
+        try:
+            notebook = json.loads(text)
+        except ValueError:
+            continue
+        found = notebook_target(notebook) if isinstance(notebook, dict) else None
+        if found is not None and found.newest_tensorflow is not None:
+            versions.append(found.newest_tensorflow)
+            said.append(f"{name} {found.reason.removeprefix('the notebook ')}")
+        elif _TENSORFLOW_CORE_PATH.search(text):
+            versions.append((2, 1))
+            said.append(f"{name} has a traceback through tensorflow_core/, TF 1.15 to 2.1")
+    if not versions:
+        return None
+    shown = "; ".join(said[:2]) + ("; ..." if len(said) > 2 else "")
+    return _target_of_versions(versions, f"the folder's notebooks record the TensorFlow they ran on: {shown}")
 
 
 _FRAMEWORK_VERSION = re.compile(r"""\bframework_version\s*=\s*['"](\d+)\.(\d+)""")
@@ -1000,6 +1047,7 @@ def forget_project_files() -> None:
     nearest_container_target.cache_clear()
     readme_target.cache_clear()
     launcher_target.cache_clear()
+    notebooks_run_target.cache_clear()
     _in_git.cache_clear()
 
 
