@@ -45,6 +45,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Iterator
 
 from mplint.inputs import run_record
 
@@ -358,21 +359,20 @@ def _with_tensorflow_of(target: Target, other: Target) -> Target:
 
 
 def _folder_notes(folder: str) -> Target | None:
-    return readme_target(folder) or launcher_target(folder) or notebooks_run_target(folder)
+    return readme_target(folder) or launcher_target(folder) or notebooks_declared_target(folder)
 
 
-# A traceback through `tensorflow_core/`: the package layout of TF 1.15 to 2.1 only.
-_TENSORFLOW_CORE_PATH = re.compile(r"[/\\]tensorflow_core[/\\]")
 _NOTEBOOKS_READ = 20  # notebooks of a folder read at most
 _NOTEBOOK_BYTES = 5_000_000  # larger notebooks are not read
 
 
 @lru_cache(maxsize=1024)
-def notebooks_run_target(folder: str) -> Target | None:
-    """The TensorFlow the folder's notebooks record they ran on: the printed
-    `tf.__version__` (or the version a notebook installs or selects, `notebook_target`),
-    or a traceback through `tensorflow_core/`, which only TF 1.15 to 2.1 have. Every
-    notebook that says must agree on the Keras; otherwise it decides nothing."""
+def notebooks_declared_target(folder: str) -> Target | None:
+    """The TensorFlow the folder's notebooks declare they run on (a `!pip install
+    tensorflow==X.Y` cell, `%tensorflow_version 1.x`): the scripts beside them are the
+    same project's. What a notebook records of a run (a printed version, a traceback)
+    says where it ran once, not what the code beside it targets: it decides only for the
+    notebook itself. Every notebook that declares must agree on the Keras."""
     try:
         names = sorted(n for n in os.listdir(folder) if n.endswith(".ipynb"))[:_NOTEBOOKS_READ]
     except OSError:
@@ -394,17 +394,14 @@ def notebooks_run_target(folder: str) -> Target | None:
             notebook = json.loads(text)
         except ValueError:
             continue
-        found = notebook_target(notebook) if isinstance(notebook, dict) else None
+        found = notebook_declared_target(notebook) if isinstance(notebook, dict) else None
         if found is not None and found.newest_tensorflow is not None:
             versions.append(found.newest_tensorflow)
             said.append(f"{name} {found.reason.removeprefix('the notebook ')}")
-        elif _TENSORFLOW_CORE_PATH.search(text):
-            versions.append((2, 1))
-            said.append(f"{name} has a traceback through tensorflow_core/, TF 1.15 to 2.1")
     if not versions:
         return None
     shown = "; ".join(said[:2]) + ("; ..." if len(said) > 2 else "")
-    return _target_of_versions(versions, f"the folder's notebooks record the TensorFlow they ran on: {shown}")
+    return _target_of_versions(versions, f"the folder's notebooks declare it: {shown}")
 
 
 _FRAMEWORK_VERSION = re.compile(r"""\bframework_version\s*=\s*['"](\d+)\.(\d+)""")
@@ -607,18 +604,18 @@ _VERSION_TEXT = re.compile(r"\b(\d+)\.(\d+)\.\d+")
 _TENSORFLOW_VERSION_MAGIC = re.compile(r"^\s*%tensorflow_version\s+1(?:\.x)?\b", re.M)
 
 
-def notebook_target(notebook: dict) -> Target | None:
-    """The TensorFlow a notebook (its parsed JSON, as the engine loaded it) says it runs
-    on: Colab's `%tensorflow_version 1.x`, a `!pip install tensorflow==X.Y` cell, or the
-    recorded output of printing `tf.__version__` (the notebook was run on that version)."""
+def _code_cells(notebook: dict) -> Iterator[tuple[dict, str]]:
     cells = notebook.get("cells")
-    if not isinstance(cells, list):
-        return None
-    for cell in cells:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
+    for cell in cells if isinstance(cells, list) else []:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            yield cell, "".join(source) if isinstance(source, list) else str(source)
+
+
+def notebook_declared_target(notebook: dict) -> Target | None:
+    """The TensorFlow a notebook declares it runs on: Colab's `%tensorflow_version 1.x`,
+    or a `!pip install tensorflow==X.Y` cell."""
+    for _, source in _code_cells(notebook):
         if _TENSORFLOW_VERSION_MAGIC.search(source):
             return Target(KERAS2, "the notebook selects TensorFlow 1.x (`%tensorflow_version 1.x`)", before_stable_api=True,
                           tf1=True, names_tensorflow=True, newest_tensorflow=(1, 15))
@@ -626,6 +623,17 @@ def notebook_target(notebook: dict) -> Target | None:
         if pinned:
             return _target_of_versions([(int(pinned.group(1)), int(pinned.group(2)))],
                                        f"the notebook installs tensorflow {pinned.group(1)}.{pinned.group(2)}")
+    return None
+
+
+def notebook_target(notebook: dict) -> Target | None:
+    """The TensorFlow a notebook (its parsed JSON, as the engine loaded it) says it runs
+    on: what it declares (`notebook_declared_target`), or the recorded output of printing
+    `tf.__version__` (the notebook itself was run on that version)."""
+    declared = notebook_declared_target(notebook)
+    if declared is not None:
+        return declared
+    for cell, source in _code_cells(notebook):
         if _VERSION_SOURCE.search(source) and source.count("__version__") + source.count("VERSION") == 1:
             for output in cell.get("outputs", []) or []:
                 if not isinstance(output, dict):
@@ -1047,7 +1055,7 @@ def forget_project_files() -> None:
     nearest_container_target.cache_clear()
     readme_target.cache_clear()
     launcher_target.cache_clear()
-    notebooks_run_target.cache_clear()
+    notebooks_declared_target.cache_clear()
     _in_git.cache_clear()
 
 
