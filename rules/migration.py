@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import os
 
@@ -274,6 +274,11 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     it says TensorFlow 2.4-2.8 (`tensorflow==2.7.0`, a `tensorflow/tensorflow:2.4.1`
     image), the experimental API is deprecated there, not removed: an info, with the fix
     (the stable API exists there too).
+
+    A file's migration is applied whole or not at all: where one use of the experimental
+    API has no fix (a policy's fixed loss scale beside a `LossScaleOptimizer` of its own)
+    and no other fix takes care of it, no use in the file is fixed. Moving the import
+    alone would turn that use into a TypeError on the TensorFlow where the file runs.
     """
 
     code = "MP401"
@@ -324,11 +329,35 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     def check(self) -> None:
         self._handled_reads: set[int] = set()
         self._handled_calls: set[int] = set()
+        # uses without a fix of their own that the others' fixes take care of (a loss
+        # scale object is mapped where it is passed, then removed as unused)
+        self._fixed_by_others: set[int] = set()
+        first = len(self._sink)
         self._check_imports()
         self._check_calls()
         self._check_chains()
         self._check_loss_scale_objects()
         self._check_loss_scale_reads()
+        self._whole_or_not_at_all(first)
+
+    def _whole_or_not_at_all(self, first: int) -> None:
+        """A file's migration is applied whole or not at all: where one use of the
+        experimental API has no fix (`Policy('mixed_float16', loss_scale=1024)`) and the
+        other fixes do not take care of it (`_fixed_by_others`), the others are not fixed
+        either. Moving the import alone would turn that use into
+        a TypeError on a TensorFlow where the file ran."""
+        reports = self._sink[first:]
+        stuck = next((r for r in reports if r.fix is None and r.severity is not Severity.INFO
+                      and id(r.node) not in self._fixed_by_others), None)
+        if stuck is None or all(r.fix is None for r in reports):
+            return
+        spelled = " ".join(code(self.facts, stuck.node).split())
+        spelled = spelled if len(spelled) <= 60 else spelled[:57] + "..."
+        note = f"no fix: `{spelled}` has none, and this file's migration is applied whole or not at all"
+        for i in range(first, len(self._sink)):
+            report = self._sink[i]
+            if report.fix is not None:
+                self._sink[i] = replace(report, fix=None, detail="; ".join(p for p in (report.detail, note) if p))
 
     # -- imports -----------------------------------------------------------------------
     def _check_imports(self) -> None:
@@ -628,6 +657,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                 uses = [n for n in facts.index.nodes(cst.Name) if n.value == name and n is not assign.targets[0].target]
                 if uses:
                     message += "; its arguments are mapped where it is passed to a LossScaleOptimizer"
+                    self._fixed_by_others.add(id(node))
                 else:
                     message += "; unused now"
                     fix = self.fix("Remove the unused loss-scale object", [remove_statement(facts.index, statement)])
