@@ -724,6 +724,9 @@ class TrainingLoops:
                 func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value in APPLY_METHODS \
                         and any(self._mentions(a.value, names) for a in node.args):
+                    for argument in node.args:  # `apply_gradients(zip(opt.get_unscaled_gradients(g), v))`
+                        if self._mentions(argument.value, names):
+                            step.unscale = step.unscale or self._find_method_call(argument.value, UNSCALE_METHOD)
                     if not all(self._plain(a.value, names) for a in node.args if self._mentions(a.value, names)):
                         step.transformed = True
                     self._set_apply(step, node)
@@ -751,14 +754,17 @@ class TrainingLoops:
         return isinstance(value, cst.Name) and self._plain(value, names)
 
     def _plain(self, expr: cst.BaseExpression, names: set[str]) -> bool:
-        """`grads` itself, or only packed into zip/list/tuple (or a `(g, v)` pair): not
-        changed."""
+        """`grads` itself, or only packed into zip/list/tuple (or a `(g, v)` pair), or
+        unscaled by `get_unscaled_gradients` on the way: not changed."""
         if isinstance(expr, cst.Name):
             return expr.value in names or not self._mentions(expr, names)
         if isinstance(expr, (cst.Tuple, cst.List)):
             return all(self._plain(e.value, names) for e in expr.elements)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("zip", "list", "tuple"):
             return all(self._plain(a.value, names) for a in expr.args)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == UNSCALE_METHOD \
+                and len(expr.args) == 1:
+            return self._plain(expr.args[0].value, names)  # unscaled on the way, not otherwise changed
         return not self._mentions(expr, names)
 
     def calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
