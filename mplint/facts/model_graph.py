@@ -258,6 +258,7 @@ class ModelGraph:
         self._names_by_value: dict[str, list[cst.Name]] | None = None
         self._loads_by_owner: dict[str, dict[int, list[cst.Name]]] = {}
         self._calls_by_func_name: dict[str, list[cst.Call]] | None = None
+        self._assigned_values: dict[str, list[cst.Assign]] | None = None
 
     @cached_property
     def models(self) -> list[ModelDef]:
@@ -798,12 +799,14 @@ class ModelGraph:
         name, statement = bound
         scope = scope_of(self.facts, node)
         for use in self.name_loads(scope, name):
-            if self.index.before(use, statement):
-                continue
+            if self.index.before(use, statement) and scope_of(self.facts, use) is scope:
+                continue  # (a nested function defined earlier runs later, once it is called)
             use_parent = self.index.parent_of(use)
             if isinstance(use_parent, cst.Call) and use_parent.func is use:
                 if any(self.is_symbolic(a.value) for a in use_parent.args):
                     return True
+                if self._result_feeds_another_model(use_parent):
+                    return True  # `extra = embedding(ids)`, `encoder(x, extra)`
             elif isinstance(use_parent, (cst.Arg, cst.Element)) and self._used_as_part(use):
                 return True
             elif isinstance(use_parent, cst.Attribute) and use_parent.attr.value in ("output", "outputs"):
@@ -816,6 +819,43 @@ class ModelGraph:
                     if isinstance(t, cst.Attribute) and _is_self(t.value) and self.is_layer_or_model_class(self.index.class_of(use)):
                         return True
         return False
+
+    def _result_feeds_another_model(self, call: cst.Call) -> bool:
+        """What an (eager) call of a model returns goes into a call of another model or
+        layer instance: a name bound to a class's construction (`encoder =
+        Encoder(...)`), directly or through one name. Losses and metrics are not parts."""
+        feeds = [call]
+        bound = self._bound_name(call)
+        if bound is not None:
+            name, statement = bound
+            feeds += [u for u in self.name_loads(scope_of(self.facts, call), name) if not self.index.before(u, statement)]
+        for value in feeds:
+            holder = self.index.parent_of(value)
+            consumer = self.index.parent_of(holder) if isinstance(holder, cst.Arg) else None
+            if isinstance(consumer, cst.Call) and consumer.func is not value and self._is_instance_of_a_class(consumer.func):
+                return True
+        return False
+
+    def _is_instance_of_a_class(self, func: cst.BaseExpression) -> bool:
+        """`func` is a name bound (once, in its scope) to a construction of a class that
+        is no loss or metric: `Encoder(...)`, `keras.layers.Dense(...)`."""
+        if not isinstance(func, cst.Name):
+            return False
+        owner = self._owner(func, func.value)
+        if self._assigned_values is None:
+            self._assigned_values = {}
+            for node in self.index.nodes(cst.Assign):
+                if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                    self._assigned_values.setdefault(node.targets[0].target.value, []).append(node)
+        values = [node.value for node in self._assigned_values.get(func.value, []) if scope_of(self.facts, node) is owner]
+        if len(values) != 1 or not isinstance(values[0], cst.Call):
+            return False
+        constructor = values[0].func
+        last = constructor.attr.value if isinstance(constructor, cst.Attribute) else \
+            constructor.value if isinstance(constructor, cst.Name) else ""
+        qualified = self.facts.qualified(constructor) or ""
+        return last[:1].isupper() and not qualified.startswith(("keras.losses.", "keras.metrics.")) \
+            and not last.endswith(("Loss", "Metric", "Accuracy", "Checkpoint", "Optimizer"))
 
     def _returned_as_part(self, returned: cst.Return, depth: int) -> bool:
         """What a function returns is a part of another model where its calls are (here,
