@@ -276,3 +276,23 @@ def test_silent_fill_is_harmless_under_mixed_float16(case, outcomes) -> None:
     assert all(mixed["finite"]) and all(wide["finite"])
     for a, b in zip(mixed["values"], wide["values"]):
         np.testing.assert_allclose(a, b, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("keras, cast", [(2, ["float16", "float32", "float32"]), (3, ["float16", "float16", "float16"])])
+def test_which_call_arguments_keras_casts_to_the_compute_dtype(keras, cast) -> None:
+    """MP501/MP502's dtype walk (an argument of a layer's `call` other than its inputs has
+    the dtype its caller passes under Keras 2): Keras 2 casts only a layer's first input
+    to the compute dtype, Keras 3 casts every floating argument."""
+    seen = run_tf('''
+        import tensorflow as tf
+        from tensorflow import keras
+        keras.mixed_precision.set_global_policy("mixed_float16")
+
+        class Attention(keras.layers.Layer):
+            def call(self, scores, mask, bias=None):
+                emit([scores.dtype.name, mask.dtype.name, bias.dtype.name])
+                return scores
+
+        Attention()(tf.ones((2, 2)), tf.ones((2, 2)), bias=tf.ones((2,)))
+    ''', keras=keras)
+    assert seen[-1] == cast

@@ -700,8 +700,9 @@ class Float16Code:
           framework op or a sublayer on its tensors, an attribute of the layer): it
           computes in the layer's dtype, float16 under mixed_float16;
         - assumed: every one is the value of a function of another project module, a
-          comparison (booleans), or a parameter of @tf.function code (no layer casts what
-          it is given), whose dtype mplint does not follow.
+          comparison (booleans), a parameter of @tf.function code (no layer casts what
+          it is given), or, in Keras 2 code, an argument of a layer's `call` other than
+          its inputs (Keras 2 casts only the first), whose dtype mplint does not follow.
 
         The walk follows names to their bindings (also a tuple unpacked from a function
         of the module: the matching element of what it returns), the module's helpers to
@@ -740,6 +741,9 @@ class Float16Code:
                 passed = self._passed_arguments(expr)
                 if passed:  # a helper's parameter: what the module's calls of it give
                     return _strongest([self._origin(a, depth + 1) for a in passed])
+                if self._uncast_call_argument(expr):
+                    return "unknown", (f"`{short}` is an argument of a layer's `call` other than its inputs: Keras 2 "
+                                       "casts only the inputs to the compute dtype, so its dtype is what the caller passes")
                 return "activation", ""  # a parameter of layer code (or a name this walk does not follow)
             node, value = binding
             if isinstance(node, cst.AugAssign):
@@ -792,6 +796,21 @@ class Float16Code:
             if passed:  # a helper's `dtype` parameter: the dtypes the module's calls give it
                 return _strongest([self._given_dtype_origin(a, short, depth + 1) for a in passed])
         return "activation", ""
+
+    def _uncast_call_argument(self, name: cst.Name) -> bool:
+        """`name` reads a parameter of a layer's `call` other than its first (`mask`,
+        `attention_bias`) in Keras 2 code: Keras 2 casts only a layer's first input to
+        its compute dtype (Keras 3 casts every floating argument)."""
+        found = self.facts.values.parameter_of(name)
+        if found is None or found[0].name.value != "call":
+            return False
+        function, param = found
+        owner = self.index.class_of(function)
+        if owner is None or id(owner) not in self.layer_classes:
+            return False
+        positional = [*function.params.posonly_params, *function.params.params]
+        first = positional[1] if len(positional) > 1 else None
+        return param is not first and self.facts.target.is_keras2
 
     def _passed_arguments(self, name: cst.Name) -> list[cst.BaseExpression]:
         """What the module's calls give the helper parameter `name` reads (not `None`):
