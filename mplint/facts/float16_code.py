@@ -84,10 +84,12 @@ FLOAT32_BY_DEFAULT = frozenset(
         "tensorflow.linspace", "tensorflow.random.uniform", "tensorflow.random.normal",
         "tensorflow.random.truncated_normal", "keras.ops.ones", "keras.ops.zeros",
         "keras.ops.eye", "keras.random.uniform", "keras.random.normal",
+        "tensorflow.one_hot", "keras.ops.one_hot",  # float32 unless given a dtype (Keras: floatx)
         # TF 1.x names (and their compat.v1 spellings) of the same ops
         "tensorflow.random_uniform", "tensorflow.random_normal", "tensorflow.truncated_normal",
         "tensorflow.compat.v1.random_uniform", "tensorflow.compat.v1.random_normal",
         "tensorflow.compat.v1.truncated_normal", "tensorflow.compat.v1.ones", "tensorflow.compat.v1.zeros",
+        "tensorflow.compat.v1.one_hot",
         "tensorflow.compat.v1.random.uniform", "tensorflow.compat.v1.random.normal",
     }
 )
