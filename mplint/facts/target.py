@@ -388,8 +388,9 @@ def notebooks_declared_target(folder: str) -> Target | None:
                 text = handle.read()
         except OSError:
             continue
-        if "tensorflow" not in text:
-            continue
+        if "%tensorflow_version" not in text and "tensorflow==" not in text and "tensorflow-gpu==" not in text \
+                and "tensorflow-cpu==" not in text:
+            continue  # no declaration: not worth parsing (a warm run reads this for its cache key)
         try:
             notebook = json.loads(text)
         except ValueError:
