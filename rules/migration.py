@@ -329,9 +329,10 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     def check(self) -> None:
         self._handled_reads: set[int] = set()
         self._handled_calls: set[int] = set()
-        # uses without a fix of their own that the others' fixes take care of (a loss
-        # scale object is mapped where it is passed, then removed as unused)
-        self._fixed_by_others: set[int] = set()
+        # uses without a fix of their own that do not hold the others' fixes back: a loss
+        # scale object mapped where it is passed (then removed as unused), TF 1.x's
+        # loss-scale classes in TF 1.x graph code (kept there)
+        self._not_blocking: set[int] = set()
         first = len(self._sink)
         self._check_imports()
         self._check_calls()
@@ -343,12 +344,11 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     def _whole_or_not_at_all(self, first: int) -> None:
         """A file's migration is applied whole or not at all: where one use of the
         experimental API has no fix (`Policy('mixed_float16', loss_scale=1024)`) and the
-        other fixes do not take care of it (`_fixed_by_others`), the others are not fixed
-        either. Moving the import alone would turn that use into
+        other fixes do not take care of it (`_not_blocking`), the others are not fixed
+        either (also where the findings are infos: a project on TF 2.4-2.8). Moving the import alone would turn that use into
         a TypeError on a TensorFlow where the file ran."""
         reports = self._sink[first:]
-        stuck = next((r for r in reports if r.fix is None and r.severity is not Severity.INFO
-                      and id(r.node) not in self._fixed_by_others), None)
+        stuck = next((r for r in reports if r.fix is None and id(r.node) not in self._not_blocking), None)
         if stuck is None or all(r.fix is None for r in reports):
             return
         spelled = " ".join(code(self.facts, stuck.node).split())
@@ -643,6 +643,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                     if isinstance(owner, cst.Call) and id(owner) in self._handled_calls:
                         continue  # mapped with the Policy / LossScaleOptimizer it is passed to
             if is_tf1_graph_code(facts):
+                self._not_blocking.add(id(node))
                 self.report(node, f"`{code(facts, node)}` is TF 1.x's loss-scale class (deprecated): TF 2.21 has it only as "
                                   f"`tf.compat.v1.mixed_precision.{LOSS_SCALES_GONE[qualified]}`", severity=Severity.INFO)
                 continue
@@ -657,7 +658,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                 uses = [n for n in facts.index.nodes(cst.Name) if n.value == name and n is not assign.targets[0].target]
                 if uses:
                     message += "; its arguments are mapped where it is passed to a LossScaleOptimizer"
-                    self._fixed_by_others.add(id(node))
+                    self._not_blocking.add(id(node))
                 else:
                     message += "; unused now"
                     fix = self.fix("Remove the unused loss-scale object", [remove_statement(facts.index, statement)])

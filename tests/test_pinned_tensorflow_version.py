@@ -115,3 +115,17 @@ def test_notebooks_that_disagree_on_the_keras_decide_nothing(cli, tmp_path):
     result = cli(["--no-cache", "--output-format", "json", "--verbose", "--select", "MP401", "train.py"], cwd=tmp_path)
     assert {f["severity"] for f in json.loads(result.stdout)} == {"error"}
     assert "notebooks record" not in result.stderr
+
+
+def test_a_migration_that_cannot_be_whole_is_not_fixed_on_tf_2_4_to_2_8_either(cli, tmp_path):
+    # On TF 2.6 the findings are infos; the file ran there, and moving the import while
+    # `Policy(..., loss_scale=1024)` keeps its loss scale would make it raise TypeError.
+    from tests.fixture_cases import FIXTURES
+
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "requirements.txt", "tensorflow-gpu==2.6.0\n")
+    source = (FIXTURES / "MP401" / "migration_whole_or_not_at_all.py").read_text()
+    write(tmp_path / "train.py", source.replace("# fixture: target=keras2\n", ""))
+    findings = _findings(cli, tmp_path, "MP401", "--unsafe-fixes")
+    assert len(findings) == 4 and {f["severity"] for f in findings} == {"info"}
+    assert all(f["fix"] is None for f in findings)
