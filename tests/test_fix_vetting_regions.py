@@ -16,6 +16,7 @@ TEXT = (
     + "\n\ndef helper(x):\n    # a comment\n    return x + 1\n\n\n"
     + "@decorator\nclass Thing:\n    size = 3\n"
     + "".join(LINES[20:])
+    + "with open(path) as handle:\n  data = handle.read()\nafter_with = 1\n"
 )
 HERE = Location(1, 0)
 
@@ -43,6 +44,9 @@ CASES = {
                                                                ("9 +", _at("= 35\n") + 2, _at("= 35\n") + 4)),
     "appended at the end without a newline first": _fix(("z = 1", len(TEXT), len(TEXT))),
     "decorator removed": _fix(("", _at("@decorator\n"), _at("@decorator\n") + 11)),
+    # the last line of a two-space `with` body, inserted where the next statement starts
+    "insertion that ends the block before": _fix(("  size = len(data)\n", _at("after_with"), _at("after_with"))),
+    "insertion indented unlike the block before": _fix(("   size = 1\n", _at("after_with"), _at("after_with"))),
 }
 
 

@@ -165,6 +165,10 @@ class FixVetting:
         regions: list[list] = []
         for edit in sorted(edits, key=lambda e: (e.start, e.end)):
             at = bisect.bisect_right(starts, edit.start) - 1
+            if edit.start == edit.end and at > 0 and starts[at] == edit.start:
+                # an insertion where a statement starts may end the one before (the last
+                # line of a `with` body, indented, with no blank line after it): both
+                at -= 1
             start = starts[at] if at > 0 else 0  # from the file's start: `from __future__`
             # the statement after an insertion at a boundary too (the text must join it)
             after = bisect.bisect_right(ends, edit.end)
