@@ -363,7 +363,8 @@ def _folder_notes(folder: str) -> Target | None:
 
 
 _NOTEBOOKS_READ = 20  # notebooks of a folder read at most
-_NOTEBOOK_BYTES = 5_000_000  # larger notebooks are not read
+_NOTEBOOK_HEAD = 262_144  # the part of each notebook read (its raw JSON text)
+_NOTEBOOK_MAGIC_1X = re.compile(r"%tensorflow_version\s+1(?:\.x)?\b")
 
 
 @lru_cache(maxsize=1024)
@@ -380,25 +381,19 @@ def notebooks_declared_target(folder: str) -> Target | None:
     versions: list[tuple[int, int]] = []
     said: list[str] = []
     for name in names:
-        path = os.path.join(folder, name)
         try:
-            if os.path.getsize(path) > _NOTEBOOK_BYTES:
-                continue
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
+                head = handle.read(_NOTEBOOK_HEAD)  # installs open a notebook; outputs can be megabytes
         except OSError:
             continue
-        if "%tensorflow_version" not in text and "tensorflow==" not in text and "tensorflow-gpu==" not in text \
-                and "tensorflow-cpu==" not in text:
-            continue  # no declaration: not worth parsing (a warm run reads this for its cache key)
-        try:
-            notebook = json.loads(text)
-        except ValueError:
+        if _NOTEBOOK_MAGIC_1X.search(head):
+            versions.append((1, 15))
+            said.append(f"{name} selects TensorFlow 1.x (`%tensorflow_version 1.x`)")
             continue
-        found = notebook_declared_target(notebook) if isinstance(notebook, dict) else None
-        if found is not None and found.newest_tensorflow is not None:
-            versions.append(found.newest_tensorflow)
-            said.append(f"{name} {found.reason.removeprefix('the notebook ')}")
+        pinned = _PIP_TENSORFLOW.search(head)
+        if pinned:
+            versions.append((int(pinned.group(1)), int(pinned.group(2))))
+            said.append(f"{name} installs tensorflow {pinned.group(1)}.{pinned.group(2)}")
     if not versions:
         return None
     shown = "; ".join(said[:2]) + ("; ..." if len(said) > 2 else "")
