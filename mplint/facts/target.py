@@ -40,7 +40,6 @@ messages say which Keras was assumed and how to set `target`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, replace
