@@ -77,18 +77,25 @@ def _notebook(source: str, outputs: list[dict]) -> str:
     return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
 
 
+def _mp401_beside(cli, tmp_path, notebooks: dict[str, str]) -> tuple[set[str], str]:
+    """The severities of MP401 on a script that uses the experimental API, beside these
+    notebooks, and what `--verbose` says of its target."""
+    (tmp_path / ".git").mkdir()
+    for name, text in notebooks.items():
+        write(tmp_path / name, text)
+    write(tmp_path / "train.py", EXPERIMENTAL)
+    result = cli(["--no-cache", "--output-format", "json", "--verbose", "--select", "MP401", "train.py"], cwd=tmp_path)
+    return {f["severity"] for f in json.loads(result.stdout)}, result.stderr
+
+
 @pytest.mark.parametrize("source, words", [
     ("!pip install tensorflow-gpu==2.1.0\nimport tensorflow as tf", "installs tensorflow 2.1"),
     ("%tensorflow_version 1.x\nimport tensorflow as tf", "selects TensorFlow 1.x"),
 ])
 def test_the_folders_notebooks_declare_which_tensorflow_the_project_runs_on(cli, tmp_path, source, words):
-    (tmp_path / ".git").mkdir()
-    write(tmp_path / "experiments.ipynb", _notebook(source, []))
-    write(tmp_path / "train.py", EXPERIMENTAL)
-    result = cli(["--no-cache", "--output-format", "json", "--verbose", "--select", "MP401", "train.py"], cwd=tmp_path)
-    findings = json.loads(result.stdout)
-    assert findings and {f["severity"] for f in findings} == {"info"}  # the only API of TF < 2.4
-    assert "the folder's notebooks declare it" in result.stderr and words in result.stderr
+    severities, said = _mp401_beside(cli, tmp_path, {"experiments.ipynb": _notebook(source, [])})
+    assert severities == {"info"}  # the only API of TF < 2.4
+    assert "the folder's notebooks declare it" in said and words in said
 
 
 @pytest.mark.parametrize("outputs", [
@@ -99,22 +106,15 @@ def test_the_folders_notebooks_declare_which_tensorflow_the_project_runs_on(cli,
 def test_what_a_notebook_records_of_a_run_does_not_date_the_scripts_beside_it(cli, tmp_path, outputs):
     # A notebook run once on TF 2.1 does not say the tutorial script beside it targets TF 2.1:
     # the experimental API stays an error there (it is gone from TF 2.9 on).
-    (tmp_path / ".git").mkdir()
-    write(tmp_path / "experiments.ipynb", _notebook("import tensorflow as tf\nprint(tf.__version__)", outputs))
-    write(tmp_path / "train.py", EXPERIMENTAL)
-    result = cli(["--no-cache", "--output-format", "json", "--verbose", "--select", "MP401", "train.py"], cwd=tmp_path)
-    assert {f["severity"] for f in json.loads(result.stdout)} == {"error"}
-    assert "notebooks" not in result.stderr
+    notebook = _notebook("import tensorflow as tf\nprint(tf.__version__)", outputs)
+    severities, said = _mp401_beside(cli, tmp_path, {"experiments.ipynb": notebook})
+    assert severities == {"error"} and "notebooks" not in said
 
 
 def test_notebooks_that_disagree_on_the_keras_decide_nothing(cli, tmp_path):
-    (tmp_path / ".git").mkdir()
-    write(tmp_path / "old.ipynb", _notebook("!pip install tensorflow==2.3.0", []))
-    write(tmp_path / "new.ipynb", _notebook("!pip install tensorflow==2.17.0", []))
-    write(tmp_path / "train.py", EXPERIMENTAL)
-    result = cli(["--no-cache", "--output-format", "json", "--verbose", "--select", "MP401", "train.py"], cwd=tmp_path)
-    assert {f["severity"] for f in json.loads(result.stdout)} == {"error"}
-    assert "notebooks record" not in result.stderr
+    severities, said = _mp401_beside(cli, tmp_path, {"old.ipynb": _notebook("!pip install tensorflow==2.3.0", []),
+                                                     "new.ipynb": _notebook("!pip install tensorflow==2.17.0", [])})
+    assert severities == {"error"} and "notebooks" not in said
 
 
 def test_a_migration_that_cannot_be_whole_is_not_fixed_on_tf_2_4_to_2_8_either(cli, tmp_path):
