@@ -345,8 +345,9 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         """A file's migration is applied whole or not at all: where one use of the
         experimental API has no fix (`Policy('mixed_float16', loss_scale=1024)`) and the
         other fixes do not take care of it (`_not_blocking`), the others are not fixed
-        either (also where the findings are infos: a project on TF 2.4-2.8). Moving the import alone would turn that use into
-        a TypeError on a TensorFlow where the file ran."""
+        either (also where the findings are infos: a project on TF 2.4-2.8). Moving the
+        import alone would turn that use into a TypeError on a TensorFlow where the file
+        ran."""
         reports = self._sink[first:]
         stuck = next((r for r in reports if r.fix is None and id(r.node) not in self._not_blocking), None)
         if stuck is None or all(r.fix is None for r in reports):

@@ -74,10 +74,10 @@ CASTS = {
     "keras.ops.cast": 1,
     "keras.backend.cast": 1,
 }
-# Creation ops whose float results are float32 unless given a dtype.
 FRAMEWORK_PREFIXES = ("tensorflow.", "keras.", "tf_keras.")
 # How far the dtype walk follows bindings, helpers' returns and their callers' arguments.
 ORIGIN_DEPTH = 24
+# Creation ops whose float results are float32 unless given a dtype.
 FLOAT32_BY_DEFAULT = frozenset(
     {
         "tensorflow.ones", "tensorflow.zeros", "tensorflow.fill", "tensorflow.eye",
@@ -740,10 +740,11 @@ class Float16Code:
                 if self.region_of(expr) == TF_FUNCTION and self._is_parameter(expr):
                     # no layer casts what a @tf.function is given: its callers decide
                     return "unknown", f"`{short}` is a parameter of @tf.function code: its dtype is what its callers pass"
-                passed = self._passed_arguments(expr)
+                parameter = self.facts.values.parameter_of(expr)
+                passed = self._passed_arguments(parameter)
                 if passed:  # a helper's parameter: what the module's calls of it give
                     return _strongest([self._origin(a, depth + 1) for a in passed])
-                if self._uncast_call_argument(expr):
+                if self._uncast_call_argument(parameter):
                     return "unknown", (f"`{short}` is an argument of a layer's `call` other than its inputs: Keras 2 "
                                        "casts only the inputs to the compute dtype, so its dtype is what the caller passes")
                 return "activation", ""  # a parameter of layer code (or a name this walk does not follow)
@@ -794,16 +795,16 @@ class Float16Code:
             if binding is not None and binding[1] is not None and isinstance(binding[1], cst.Call):
                 spelled = " ".join(self.facts.module.code_for_node(binding[1]).split())[:50]
                 return "unknown", (f"`{short}` has the dtype `{spelled}` gives, which mplint does not follow")
-            passed = self._passed_arguments(dtype) if binding is None else []
+            passed = self._passed_arguments(self.facts.values.parameter_of(dtype)) if binding is None else []
             if passed:  # a helper's `dtype` parameter: the dtypes the module's calls give it
                 return _strongest([self._given_dtype_origin(a, short, depth + 1) for a in passed])
         return "activation", ""
 
-    def _uncast_call_argument(self, name: cst.Name) -> bool:
-        """`name` reads a parameter of a layer's `call` other than its first (`mask`,
-        `attention_bias`) in Keras 2 code: Keras 2 casts only a layer's first input to
-        its compute dtype (Keras 3 casts every floating argument)."""
-        found = self.facts.values.parameter_of(name)
+    def _uncast_call_argument(self, found: tuple[cst.FunctionDef, cst.Param] | None) -> bool:
+        """The parameter a name reads (`values.parameter_of`) is one of a layer's `call`
+        other than its first (`mask`, `attention_bias`), in Keras 2 code: Keras 2 casts
+        only a layer's first input to its compute dtype (Keras 3 casts every floating
+        argument)."""
         if found is None or found[0].name.value != "call":
             return False
         function, param = found
@@ -814,11 +815,10 @@ class Float16Code:
         first = positional[1] if len(positional) > 1 else None
         return param is not first and self.facts.target.is_keras2
 
-    def _passed_arguments(self, name: cst.Name) -> list[cst.BaseExpression]:
-        """What the module's calls give the helper parameter `name` reads (not `None`):
-        empty for a parameter of a layer's own `call` (what Keras passes it) or one
-        without calls in the module."""
-        found = self.facts.values.parameter_of(name)
+    def _passed_arguments(self, found: tuple[cst.FunctionDef, cst.Param] | None) -> list[cst.BaseExpression]:
+        """What the module's calls give a helper's parameter (as `values.parameter_of`
+        finds it; not `None`): empty for a parameter of a layer's own `call` (what Keras
+        passes it) or one without calls in the module."""
         if found is None or found[0].name.value in ("call", "__call__"):
             return []
         return [

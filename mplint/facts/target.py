@@ -363,6 +363,7 @@ def _folder_notes(folder: str) -> Target | None:
 
 _NOTEBOOKS_READ = 20  # notebooks of a folder read at most
 _NOTEBOOK_HEAD = 262_144  # the part of each notebook read (its raw JSON text)
+# Colab's magic anywhere in the raw JSON text (in a parsed cell: `_TENSORFLOW_VERSION_MAGIC`)
 _NOTEBOOK_MAGIC_1X = re.compile(r"%tensorflow_version\s+1(?:\.x)?\b")
 
 
@@ -385,14 +386,10 @@ def notebooks_declared_target(folder: str) -> Target | None:
                 head = handle.read(_NOTEBOOK_HEAD)  # installs open a notebook; outputs can be megabytes
         except OSError:
             continue
-        if _NOTEBOOK_MAGIC_1X.search(head):
-            versions.append((1, 15))
-            said.append(f"{name} selects TensorFlow 1.x (`%tensorflow_version 1.x`)")
-            continue
-        pinned = _PIP_TENSORFLOW.search(head)
-        if pinned:
-            versions.append((int(pinned.group(1)), int(pinned.group(2))))
-            said.append(f"{name} installs tensorflow {pinned.group(1)}.{pinned.group(2)}")
+        declared = _declaration(head, _NOTEBOOK_MAGIC_1X)
+        if declared is not None:
+            versions.append(declared[0])
+            said.append(f"{name} {declared[1]}")
     if not versions:
         return None
     shown = "; ".join(said[:2]) + ("; ..." if len(said) > 2 else "")
@@ -611,13 +608,20 @@ def notebook_declared_target(notebook: dict) -> Target | None:
     """The TensorFlow a notebook declares it runs on: Colab's `%tensorflow_version 1.x`,
     or a `!pip install tensorflow==X.Y` cell."""
     for _, source in _code_cells(notebook):
-        if _TENSORFLOW_VERSION_MAGIC.search(source):
-            return Target(KERAS2, "the notebook selects TensorFlow 1.x (`%tensorflow_version 1.x`)", before_stable_api=True,
-                          tf1=True, names_tensorflow=True, newest_tensorflow=(1, 15))
-        pinned = _PIP_TENSORFLOW.search(source)
-        if pinned:
-            return _target_of_versions([(int(pinned.group(1)), int(pinned.group(2)))],
-                                       f"the notebook installs tensorflow {pinned.group(1)}.{pinned.group(2)}")
+        declared = _declaration(source, _TENSORFLOW_VERSION_MAGIC)
+        if declared is not None:
+            return _target_of_versions([declared[0]], f"the notebook {declared[1]}")
+    return None
+
+
+def _declaration(text: str, magic: re.Pattern) -> tuple[tuple[int, int], str] | None:
+    """The TensorFlow (major, minor) a notebook's text declares, and how it says so:
+    Colab's `%tensorflow_version 1.x` (TF 1.15), else a `pip install tensorflow==X.Y`."""
+    if magic.search(text):
+        return (1, 15), "selects TensorFlow 1.x (`%tensorflow_version 1.x`)"
+    pinned = _PIP_TENSORFLOW.search(text)
+    if pinned:
+        return (int(pinned.group(1)), int(pinned.group(2))), f"installs tensorflow {pinned.group(1)}.{pinned.group(2)}"
     return None
 
 
