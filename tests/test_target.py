@@ -103,6 +103,31 @@ def test_standalone_keras_with_keras3_names_means_keras3(project, installed, tex
     assert target.reason.startswith("the file imports keras and uses Keras-3-only")
 
 
+@pytest.mark.parametrize("text", [
+    # Keras 2.13-2.15 keep their code under keras.src too (keras/src/backend.py has dtype())
+    "from keras.src.backend import dtype\nimport tensorflow as tf\n",
+    "import keras\nfrom keras.src.engine import base_layer\n",
+    "import keras\nfrom keras.src.legacy_tf_layers import core\n",
+])
+def test_keras_src_modules_keras_2_13_also_has_are_no_keras3_evidence(project, installed, text):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow[and-cuda] >= 2.14.0, < 2.15"]\n')
+    target = target_of(project / "m.py", text)
+    assert target.keras == "keras2"
+    assert "pyproject.toml" in target.reason
+
+
+@pytest.mark.parametrize("text, name", [
+    ("import keras\nfrom keras.src.backend.common import global_state\n", "keras.src.backend.common"),
+    ("import keras\nfrom keras.src.layers.layer import Layer\n", "keras.src.layers.layer"),
+])
+def test_keras_src_modules_only_keras3_has_are_keras3_evidence(project, installed, text, name):
+    installed({"tensorflow": "2.15.0"})
+    write(project / "requirements.txt", "tensorflow==2.15.0\n")
+    target = target_of(project / "m.py", text)
+    assert (target.keras, target.reason) == ("keras3", f"the file imports keras and uses Keras-3-only {name}")
+
+
 def test_standalone_keras_without_keras3_names_falls_through_to_pins(project, installed):
     installed({"tensorflow": "2.21.0"})
     write(project / "requirements.txt", "tensorflow==2.15.0\n")

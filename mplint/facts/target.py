@@ -56,10 +56,25 @@ _LEGACY_ENV = re.compile(
     r"""TF_USE_LEGACY_KERAS['"]?\s*(?:\]\s*=|,|=)\s*['"]?(?:1|true|True|TRUE)\b"""
 )
 KERAS3_ONLY_PREFIXES = (
-    "keras.ops", "keras.config", "keras.random", "keras.tree", "keras.src", "keras.DTypePolicy",
+    "keras.ops", "keras.config", "keras.random", "keras.tree", "keras.DTypePolicy",
     "keras.dtype_policies", "keras.mixed_precision.set_dtype_policy", "keras.mixed_precision.DTypePolicy",
     "keras.Variable", "keras.distribution", "keras.export",
+    # `keras.src` itself is Keras 2.13-2.15 too (`keras.src.backend.dtype`, `keras.src.engine`):
+    # only the modules the keras 3.15 wheel has and the keras 2.13.1 and 2.15.0 wheels lack.
+    "keras.src.ops", "keras.src.random", "keras.src.tree", "keras.src.trainers", "keras.src.dtype_policies",
+    "keras.src.distribution", "keras.src.quantizers", "keras.src.legacy", "keras.src.api_export",
+    "keras.src.version", "keras.src.testing", "keras.src.wrappers", "keras.src.visualization",
+    "keras.src.distillation", "keras.src.backend.common", "keras.src.backend.jax", "keras.src.backend.tensorflow",
+    "keras.src.backend.torch", "keras.src.backend.numpy", "keras.src.backend.openvino", "keras.src.layers.layer",
+    "keras.src.models.model", "keras.src.models.functional", "keras.src.models.sequential",
 )
+
+
+def keras3_only_name(used_names: set[str]) -> str | None:
+    """The first (sorted) name used that only Keras 3 has (`keras.src.legacy...`, not
+    Keras 2's `keras.src.legacy_tf_layers`)."""
+    return next((n for n in sorted(used_names)
+                 if any(n == p or n.startswith(p + ".") for p in KERAS3_ONLY_PREFIXES)), None)
 _PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements.txt")
 # Top-level names only TF 1.x has (TF 2 keeps them under tf.compat.v1): a file that uses
 # them runs on TensorFlow 1.x.
@@ -254,7 +269,7 @@ def conflicting_evidence(keras: str, text: str, imported_modules: set[str], used
     """Evidence in the file for the other Keras than `keras`: the file then runs on one of
     them only, and which one the decision cannot tell (no safe fix rests on it)."""
     if keras == KERAS2:
-        name = next((n for n in sorted(used_names) if n.startswith(KERAS3_ONLY_PREFIXES)), None)
+        name = keras3_only_name(used_names)
         if name is not None:
             return f"the file also uses Keras-3-only `{name}`"
         match = _KERAS3_ONLY_METHODS.search(text)
@@ -296,9 +311,9 @@ def _decide_target(
         if ran_on is not None:
             return ran_on, "file"
     if any(m == "keras" or m.startswith("keras.") for m in imported_modules):
-        for name in used_names:
-            if name.startswith(KERAS3_ONLY_PREFIXES):
-                return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}"), "file"
+        name = keras3_only_name(used_names)
+        if name is not None:
+            return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}"), "file"
     folder = os.path.dirname(os.path.abspath(path))
     pinned = project_tensorflow(folder)
     if project is not None:
