@@ -75,7 +75,10 @@ class Float16Variables(Rule):
     and serialized (never built), and `set_floatx("float16")` inside a
     `tf.variable_creator_scope` / custom-getter scope (manual mixed precision: float32
     master variables cast to float16), nor in test modules (a test picks its dtypes on
-    purpose: a float16 reference, the dtype under test).
+    purpose: a float16 reference, the dtype under test). Nor is `set_floatx("float16")`
+    where a mixed policy is set after it, in the file or by the scripts that run the
+    module's code: an explicitly set global policy, not floatx, gives layers their
+    variables' dtype.
 
     The finding rests on a role premise: that something trains the variables. It is
     proved where the module itself trains (fits, applies gradients, records a tape,
@@ -160,6 +163,10 @@ class Float16Variables(Rule):
             if any(s.is_mixed and self.facts.index.before(setting.call, s.call)
                    for s in self.facts.policy.mixed_global_settings):
                 return  # a mixed policy set afterwards decides the layers' dtypes: float32 variables
+            if self.facts.policy.from_project[0]:
+                # the scripts that run this module's code set a mixed policy first: an
+                # explicitly set policy, not floatx, gives the layers their dtypes
+                return
             untrained = self._untrained()
             self.report(
                 setting.call,

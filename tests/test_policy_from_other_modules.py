@@ -127,3 +127,18 @@ def test_a_policy_passed_on_by_a_module_that_does_not_set_it_is_named_as_from_an
     result = cli(["--no-cache", "--output-format", "json", "--verbose", "model.py"], cwd=tmp_path)
     assert [(f["filename"], f["code"]) for f in json.loads(result.stdout)] == [("model.py", "MP101")]
     assert "policy mixed_float16 (from another module)" in result.stderr
+
+
+def test_floatx_float16_is_overridden_by_the_mixed_policy_a_script_sets_before_building(cli, tmp_path):
+    # layers.py sets floatx at import; train.py imports it, then sets mixed_float16 and
+    # builds: an explicitly set global policy, not floatx, gives the layers their
+    # variables (float32).
+    write(tmp_path / "train.py", TRAIN + "trainer().fit(x, y)\n")
+    write(tmp_path / "model.py", "import tensorflow as tf\ntf.keras.backend.set_floatx('float16')\n" + SOFTMAX_MODEL.split("\n", 1)[1])
+    result = cli(["--no-cache", "--output-format", "json", "--select", "MP103", "."], cwd=tmp_path)
+    assert json.loads(result.stdout) == []
+    # Without the script's policy, floatx float16 gives float16 variables.
+    write(tmp_path / "train.py", TRAIN.replace("tf.keras.mixed_precision.set_global_policy('mixed_float16')\n", "")
+          + "trainer().fit(x, y)\n")
+    result = cli(["--no-cache", "--output-format", "json", "--select", "MP103", "."], cwd=tmp_path)
+    assert [(f["filename"], f["code"]) for f in json.loads(result.stdout)] == [("model.py", "MP103")]

@@ -863,9 +863,20 @@ class ModelGraph:
         function = self.index.function_of(returned)
         if function is None:
             return False
-        if any(self._is_component(c, depth + 1) for c in self._calls_of(function.name.value)):
+        if any(self._is_component(c, depth + 1) for c in self._calls_of_function(function)):
             return True
         return self._part_elsewhere(self.facts.call_graph.key_of(function))
+
+    def _calls_of_function(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The module's calls of `function`: by its plain name, or, for a method, as
+        `self.<name>(...)` in its own class (`self.build_feature_extractor()`)."""
+        block = self.index.parent_of(function)
+        classdef = self.index.parent_of(block) if block is not None else None
+        if not isinstance(classdef, cst.ClassDef):
+            return self._calls_of(function.name.value)
+        return [call for call in self.index.nodes(cst.Call)
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value == function.name.value
+                and _is_self(call.func.value) and self.index.class_of(call) is classdef]
 
     def _used_as_part(self, node: cst.CSTNode) -> bool:
         """`node` is an element of a Sequential's layers, an argument of `.add()`, of a
