@@ -708,6 +708,8 @@ class TrainingLoops:
         for node in after:
             if isinstance(node, cst.Assign):
                 if self._mentions(node.value, names):
+                    if self._differentiates(node.value, names):
+                        return  # a term of another gradient's target (a gradient penalty): no update
                     unscale = self._find_method_call(node.value, UNSCALE_METHOD)
                     if unscale is not None:
                         step.unscale = step.unscale or unscale
@@ -742,6 +744,24 @@ class TrainingLoops:
                     and isinstance(scope, cst.FunctionDef):
                 self._flow_to_callers(step, scope, depth)
                 return
+
+    def _differentiates(self, expr: cst.CSTNode, names: set[str]) -> bool:
+        """`expr` takes a gradient (`tape.gradient`, `tf.gradients`) of a target that
+        mentions `names`."""
+        for node in _subtree(expr):
+            if not isinstance(node, cst.Call):
+                continue
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "gradient" and isinstance(func.value, cst.Name) \
+                    and self.tape_of(func.value) is not None:
+                target = arg_value(node, 0, "target")
+            elif self.facts.names.qualified(func) in TF_GRADIENTS:
+                target = arg_value(node, 0, "ys")
+            else:
+                continue
+            if target is not None and self._mentions(target, names):
+                return True
+        return False
 
     def _unscaled_or_plain(self, value: cst.BaseExpression, unscale: cst.Call | None, names: set[str]) -> bool:
         """`opt.get_unscaled_gradients(grads)`, also only where loss scaling is on
