@@ -129,3 +129,19 @@ def test_a_migration_that_cannot_be_whole_is_not_fixed_on_tf_2_4_to_2_8_either(c
     findings = _findings(cli, tmp_path, "MP401", "--unsafe-fixes")
     assert len(findings) == 4 and {f["severity"] for f in findings} == {"info"}
     assert all(f["fix"] is None for f in findings)
+
+
+@pytest.mark.parametrize("name", ["infer_float32_vars", "infer_with_float32_vars"])
+def test_a_policy_name_of_tf_1_14_to_2_0_dates_the_file_before_the_stable_api(cli, tmp_path, name):
+    # The first experimental policies: code that names one runs where the experimental
+    # API is the only one, so its import is no error there and has no fix.
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "train.py", (
+        "import tensorflow as tf\n"
+        "from tensorflow.keras.mixed_precision.experimental import Policy\n"
+        f"policy = Policy({name!r})\n"
+    ))
+    findings = _findings(cli, tmp_path, "MP401", "--unsafe-fixes")
+    assert findings and {f["severity"] for f in findings} == {"info"}
+    assert all(f["fix"] is None for f in findings)
+    assert all("this project's TensorFlow (< 2.4)" in f["message"] for f in findings)

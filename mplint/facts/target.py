@@ -198,6 +198,9 @@ def _version_checks_before_keras3(text: str) -> str | None:
 
 # Keras-2-only code that also dates a file before TF 2.4 (a TF 2 strategy lost these in 2.4).
 _BEFORE_TF_2_4 = {".experimental_run_v2(": "run_v2", ".experimental_make_numpy_dataset(": "numpy_dataset"}
+# The policies TF 1.14-2.0 had before `mixed_float16` (TF 2.0 deprecated them, TF 2.1
+# replaced them): code that names one was written for the experimental API's first years.
+_FIRST_POLICY_NAMES = re.compile(r"""['"](?:infer|infer_with_float32_vars|infer_float32_vars)['"]""")
 
 
 def keras2_era_evidence(text: str, used_names: set[str]) -> Target | None:
@@ -206,6 +209,9 @@ def keras2_era_evidence(text: str, used_names: set[str]) -> Target | None:
     for spelling, word in _BEFORE_TF_2_4.items():
         if spelling in text:
             return _era_target(_KERAS2_ERA_WORDS[word], before_stable_api=True)
+    if "float32_vars" in text and _FIRST_POLICY_NAMES.search(text):
+        return _era_target("the `infer_float32_vars` policy (TF 1.14-2.0; TF 2.1 replaced it with `mixed_float16`)",
+                           before_stable_api=True)
     for name in sorted(used_names):
         for marker, what in _KERAS2_ERA_NAMES:
             if marker in name:
