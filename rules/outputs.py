@@ -16,7 +16,7 @@ from mplint.facts.layer_variables import (
     untrained_entry_point,
 )
 from mplint.facts.model_graph import ModelGraph, is_preprocessing_only
-from mplint.facts.policy import PolicySetting, is_policy_constructor
+from mplint.facts.policy import PolicySetting, is_global_setter, is_policy_constructor
 from mplint.facts.test_modules import is_test_file
 from mplint.fixes.output_fix import OutputFix, half_dtype
 
@@ -60,6 +60,37 @@ def _policy_literal(facts, expr: cst.BaseExpression | None):
         if isinstance(literal, cst.SimpleString):
             return literal
     return None
+
+
+def _read_only_as_policies(facts, expr: cst.BaseExpression | None, literal: cst.SimpleString) -> bool:
+    """Rewriting `literal` changes policies only: it is written at `expr` (or in its
+    `Policy(...)`), or bound to names the module reads only as a layer's `dtype=` or a
+    policy. A parameter's default is not: callers pass their own, and the function may
+    also give it to `Input(dtype=...)`, which takes no policy."""
+    if isinstance(facts.index.parent_of(literal), cst.Param):
+        return False
+    if isinstance(expr, cst.Call):
+        arg = get_arg(expr, 0, "name")
+        expr = arg.value if arg is not None else None
+    if expr is literal:
+        return True
+    if not isinstance(expr, cst.Name):
+        return False
+    for node in facts.index.nodes(cst.Name):
+        if node.value != expr.value:
+            continue
+        holder = facts.index.parent_of(node)
+        if isinstance(holder, (cst.AssignTarget, cst.Param)):
+            continue
+        call = facts.index.parent_of(holder) if isinstance(holder, cst.Arg) else None
+        if not isinstance(call, cst.Call):
+            return False
+        qualified = facts.qualified(call.func)
+        if is_policy_constructor(qualified) or is_global_setter(qualified):
+            continue
+        if not (holder.keyword is not None and holder.keyword.value == "dtype" and _is_keras_layer_call(facts, call)):
+            return False
+    return True
 
 
 class Float16Variables(Rule):
@@ -118,7 +149,9 @@ class Float16Variables(Rule):
     no longer load as it did, and numerics change. The fix rewrites the policy string
     where it is written (also a constant or a `Policy(...)` argument); a
     `set_floatx("float16")` call is reported without a fix, since the replacement is a
-    different API. No fix where the role premise is only assumed.
+    different API. No fix where the role premise is only assumed, nor where the string
+    is read as more than a policy: a parameter's default (callers pass their own) or a
+    name that also gives `Input` its dtype (which takes no policy).
     """
 
     code = "MP103"
@@ -192,7 +225,7 @@ class Float16Variables(Rule):
         trained = training_premise(self.facts, untrained)
         if trained.status is Status.ASSUMED:  # also wherever nothing here trains (`untrained`)
             pass  # kept in float16 on purpose as often as not: no fix to apply blindly
-        elif literal is not None and string_value(literal) == name:
+        elif literal is not None and string_value(literal) == name and _read_only_as_policies(self.facts, expr, literal):
             fix = self.fix(f"Use the {mixed!r} policy", [Replace(literal, quote_like(literal, mixed))], unsafe=True)
         elif isinstance(expr, cst.Attribute) and self.facts.qualified(expr) in (
             f"tensorflow.{name}", f"tensorflow.dtypes.{name}"
