@@ -13,7 +13,7 @@ from mplint.analysis.names import canonical
 from mplint.analysis.bound_names import names_a_variable
 from mplint.analysis.guards import Guard, capability_tests, condition_text, guard_of
 from mplint.fixes.removal import remove_statement, side_effect_free
-from mplint.core.diagnostics import FixAvailability, Severity
+from mplint.core.diagnostics import FixAvailability, Severity, Status
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
 from mplint.facts.target import KERAS2, KERAS3, Target, object_keras, project_tensorflow
@@ -814,7 +814,9 @@ class GraphRewriteApi(MigrationRule):
     * `TF_ENABLE_AUTO_MIXED_PRECISION` is a switch of NVIDIA's NGC TensorFlow
       containers; TensorFlow 2.21 ignores it, so Keras code that relies on it trains in
       float32 (a warning, with the policy as fix). In TF 1.x graph code it is reported
-      as info.
+      as info. Where the project builds on an NGC image (a Dockerfile `FROM
+      nvcr.io/nvidia/tensorflow:...`, also `docker/dockerfile_*`), the premise that stock
+      TensorFlow runs the code conflicts with it: the extended tier.
     * Where the project says it runs an older TensorFlow that still takes the call (its
       pins or image: `tensorflow==2.5.0`, `tf-nightly==2.8.0.dev...`), the message says so
       and it is an info: the TF 2 spelling before TF 2.6, the `tf.compat.v1` one with
@@ -1017,6 +1019,12 @@ class GraphRewriteApi(MigrationRule):
             if string_value(arg_value(call, 0)) == AUTO_MIXED_PRECISION_ENV:
                 self._env_setting(call, arg_value(call, 1))
 
+    def _ngc_declared(self) -> tuple:
+        """The build premise where the project's image is NGC's (it contradicts the advice
+        to keep the switch "for NGC" or port): the advice itself holds on any TensorFlow."""
+        build = stock_tensorflow_premise(self.facts)
+        return (build,) if build.status is Status.CONFLICTING else ()
+
     def _env_setting(self, node: cst.CSTNode, value: cst.BaseExpression | None) -> None:
         facts = self.facts
         text = string_value(value) if value is not None else None
@@ -1027,7 +1035,7 @@ class GraphRewriteApi(MigrationRule):
             what = "this TF 1.x graph code" if is_tf1_graph_code(facts) else "this code"
             self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` works only in NVIDIA's NGC containers: keep it for them, "
                               "or port the model to Keras",
-                        severity=Severity.INFO,
+                        severity=Severity.INFO, premises=self._ngc_declared(),
                         detail=f"TensorFlow 2.21 ignores it; {what} has no Keras model to move to a mixed_float16 policy")
             return
         if sets_mixed_float16(facts) and late_mixed_settings(facts):

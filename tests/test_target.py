@@ -344,8 +344,7 @@ def test_target_changes_the_fix(cli, project, installed):
 )
 def test_the_container_image_decides_after_the_pins(project, installed, dockerfile, keras):
     installed({"tensorflow": "2.21.0"})
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "Dockerfile", dockerfile)
     target = target_of(project / "train.py", TF_ONLY)
     assert (target.keras, target.assumed) == (keras, False)
@@ -365,8 +364,7 @@ def test_the_container_image_decides_after_the_pins(project, installed, dockerfi
 )
 def test_the_image_says_whether_tensorflow_predates_the_stable_api(project, installed, dockerfile, before_stable_api):
     installed({"tensorflow": "2.21.0"})
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "Dockerfile", dockerfile)
     assert target_of(project / "train.py", TF_ONLY).before_stable_api is before_stable_api
 
@@ -385,8 +383,7 @@ def test_the_nearest_dockerfile_decides_for_its_folder(project, installed):
     """A repository of projects, each with its own image: a file takes the Dockerfile of
     its own folder or the nearest one above it, up to the project root."""
     installed({"tensorflow": "2.21.0"})
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "Dockerfile", "FROM tensorflow/tensorflow:2.17.0\n")
     write(project / "old" / "Dockerfile", "FROM tensorflow/tensorflow:2.3.0\n")
     old = target_of(project / "old" / "nested" / "train.py", TF_ONLY)
@@ -397,8 +394,7 @@ def test_the_nearest_dockerfile_decides_for_its_folder(project, installed):
 
 def test_a_newer_nvidia_image_says_nothing(project, installed):
     installed({"tensorflow": "2.21.0"})
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "Dockerfile", "FROM nvcr.io/nvidia/tensorflow:24.10-tf2-py3\n")
     assert target_of(project / "train.py", TF_ONLY).assumed
 
@@ -532,8 +528,7 @@ def test_a_notebook_says_what_it_ran_on(project, installed, cells, keras, before
 def test_a_readme_next_to_the_code_names_its_tensorflow(project, installed, readme, keras, before_stable_api):
     installed({"tensorflow": "2.21.0"})
     target_module.readme_target.cache_clear()
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "bench" / "README.md", readme)
     target = target_of(project / "bench" / "code" / "train.py", TF_ONLY)
     if keras is None:
@@ -546,16 +541,14 @@ def test_a_readme_next_to_the_code_names_its_tensorflow(project, installed, read
 def test_a_readme_three_folders_up_says_nothing(project, installed):
     installed({"tensorflow": "2.21.0"})
     target_module.readme_target.cache_clear()
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "README.md", "Use TensorFlow 2.3.\n")
     assert target_of(project / "a" / "b" / "c" / "train.py", TF_ONLY).assumed
 
 
 def test_a_dockerfile_in_a_docker_folder_or_named_dot_dockerfile(project, installed):
     installed({"tensorflow": "2.21.0"})
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "svc" / "dockerfile" / "train.Dockerfile", "FROM tensorflow/tensorflow:2.12.0-gpu\n")
     target = target_of(project / "svc" / "train.py", TF_ONLY)
     assert (target.keras, target.assumed) == ("keras2", False)
@@ -636,8 +629,7 @@ def test_a_dockerfile_that_pip_installs_tensorflow_decides_before_a_nearer_readm
 )
 def test_cloud_deep_learning_container_images(project, installed, image, keras, before_stable_api):
     installed({"tensorflow": "2.21.0"})
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "Dockerfile", f"FROM {image}\n")
     target = target_of(project / "train.py", TF_ONLY)
     assert (target.keras, target.before_stable_api, target.assumed) == (keras, before_stable_api, False)
@@ -646,8 +638,7 @@ def test_cloud_deep_learning_container_images(project, installed, image, keras, 
 def test_a_sagemaker_launcher_next_to_the_code_names_its_tensorflow(project, installed):
     installed({"tensorflow": "2.21.0"})
     target_module.launcher_target.cache_clear()
-    target_module.container_target.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
     write(project / "ci" / "run_sagemaker.py", "from sagemaker.tensorflow import TensorFlow\n"
           "estimator = TensorFlow(entry_point='train.py', framework_version='2.1.0', py_version='py3')\n")
     target = target_of(project / "ci" / "train.py", TF_ONLY)
@@ -686,10 +677,7 @@ def test_a_check_of_the_tensorflow_version_dates_the_file(project, installed, ch
 
 
 def _fresh_project_caches() -> None:
-    target_module.container_target.cache_clear()
-    target_module.nearest_container_target.cache_clear()
-    project_pins.cache_clear()
-    project_root.cache_clear()
+    target_module.forget_project_files()
 
 
 @pytest.mark.parametrize("requirements, expected, image_named", [
@@ -768,3 +756,47 @@ def test_a_dockerfile_in_a_folder_named_dockerfile_is_read(project, installed):
     target = target_of(project / "train.py", TF_ONLY)
     assert (target.keras, target.before_stable_api, target.assumed) == ("keras2", True, False)
     assert target.reason == "Dockerfile/Dockerfile builds on tensorflow/tensorflow:2.3.0-gpu"
+
+
+TF1_AMP_SWITCH = (
+    "import os\n"
+    "import tensorflow as tf\n"
+    "os.environ['TF_ENABLE_AUTO_MIXED_PRECISION'] = '1'\n"
+    "x = tf.placeholder(tf.float32, [None, 4])\n"
+    "with tf.Session() as sess:\n"
+    "    sess.run(tf.global_variables_initializer())\n"
+)
+
+
+def test_an_ngc_image_of_the_project_contradicts_the_stock_tensorflow_premise(project, installed, cli):
+    # `docker/dockerfile_tf15_amp` (a lower-case name) builds on NVIDIA's image, where the
+    # switch works: "keep it for NGC" is no default finding there.
+    installed({"tensorflow": "2.21.0"})
+    _fresh_project_caches()
+    write(project / "train.py", TF1_AMP_SWITCH)
+    result = cli(["--no-cache", "--output-format", "json", "--select", "MP403", "train.py"], cwd=project)
+    assert [f["code"] for f in json.loads(result.stdout)] == ["MP403"]
+    write(project / "docker" / "dockerfile_tf15_amp", "FROM nvcr.io/nvidia/tensorflow:20.06-tf1-py3\n")
+    _fresh_project_caches()
+    result = cli(["--no-cache", "--output-format", "json", "--select", "MP403", "train.py"], cwd=project)
+    assert json.loads(result.stdout) == []
+    result = cli(["--no-cache", "--extended", "--output-format", "json", "--select", "MP403", "train.py"], cwd=project)
+    (finding,) = json.loads(result.stdout)
+    build = [p for p in finding["premises"] if p["fact"] == "tensorflow-build"]
+    assert build and build[0]["status"] == "conflicting"
+    assert "docker/dockerfile_tf15_amp builds on nvcr.io/nvidia/tensorflow:20.06-tf1-py3" in build[0]["evidence"]
+
+
+def test_dockerfiles_that_disagree_on_the_keras_decide_nothing(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    _fresh_project_caches()
+    write(project / "docker" / "Dockerfile.legacy", "FROM tensorflow/tensorflow:2.4.1-gpu\n")
+    write(project / "docker" / "Dockerfile", "FROM tensorflow/tensorflow:2.17.0-gpu\n")
+    target = target_of(project / "train.py", TF_ONLY)
+    assert target.source != "container" and "builds on" not in target.reason
+    (project / "docker" / "Dockerfile").unlink()
+    write(project / "docker" / "dockerfile_gpu", "FROM tensorflow/tensorflow:2.3.0-gpu\n")
+    _fresh_project_caches()
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.newest_tensorflow) == ("keras2", (2, 4))
+    assert "docker/Dockerfile.legacy builds on tensorflow/tensorflow:2.4.1-gpu" in target.reason

@@ -104,13 +104,16 @@ def _source_error_finding(filename: str, exc: SourceError) -> Finding:
 
 
 def _environment_key(path: str, target: str) -> str:
-    if target != "auto":
-        return ""
-    from mplint.facts.target import environment_fingerprint, nearest_container_target, pins_fingerprint, project_root
+    from mplint.facts.target import (
+        environment_fingerprint, nearest_container_target, nearest_ngc_image, pins_fingerprint, project_root,
+    )
 
     folder = os.path.dirname(os.path.abspath(path))
+    ngc = nearest_ngc_image(folder)  # the TensorFlow build premise, whatever the target
+    if target != "auto":
+        return f"ngc={ngc}" if ngc else ""
     root = project_root(folder)
-    return f"{environment_fingerprint()}|{pins_fingerprint(root)}|{nearest_container_target(folder, root)!r}"
+    return f"{environment_fingerprint()}|{pins_fingerprint(root)}|{nearest_container_target(folder, root)!r}|{ngc}"
 
 
 def process(job: Job) -> FileResult:

@@ -25,9 +25,12 @@ with `--extended`). A fix is safe only on premises that are all proved (see
 
 from __future__ import annotations
 
+import os
+
 from typing import TYPE_CHECKING
 
 from mplint.core.diagnostics import BACKEND, POLICY, TARGET, TENSORFLOW_BUILD, Premise, Status
+from mplint.facts.target import nearest_ngc_image
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -128,6 +131,9 @@ def stock_tensorflow_premise(facts: "ModuleFacts") -> Premise:
     target = facts.target
     if target.is_keras3 and target.source in ("config", "file", "object"):
         return Premise(TENSORFLOW_BUILD, "stock", Status.PROVED, f"Keras 3 code ({target.reason}) runs on TensorFlow >= 2.16")
+    ngc = nearest_ngc_image(os.path.dirname(os.path.abspath(facts.path)))
+    if ngc is not None:
+        return Premise(TENSORFLOW_BUILD, "stock", Status.CONFLICTING, f"the project also runs in NGC: {ngc}")
     if target.source == "pins":
         return Premise(TENSORFLOW_BUILD, "stock", Status.INFERRED, target.reason)
     return Premise(TENSORFLOW_BUILD, "stock", Status.ASSUMED,

@@ -475,7 +475,8 @@ _DOCKER_FOLDERS = ("docker", "dockerfile", "dockerfiles", "Docker", "Dockerfile"
 
 
 def _is_dockerfile_name(name: str) -> bool:
-    return name.startswith("Dockerfile") or name.lower().endswith(".dockerfile")
+    lowered = name.lower()  # `Dockerfile.gpu`, `dockerfile_tf15_amp`, `train.Dockerfile`
+    return lowered.startswith("dockerfile") or lowered.endswith(".dockerfile")
 
 
 def _dockerfiles(root: str) -> list[str]:
@@ -496,10 +497,11 @@ def _dockerfiles(root: str) -> list[str]:
 
 
 @lru_cache(maxsize=1024)
-def container_target(root: str | None) -> Target | None:
-    """The Keras of the TensorFlow image a folder's Dockerfile builds on."""
-    if root is None:
-        return None
+def _dockerfile_images(root: str) -> tuple[tuple[str, str], ...]:
+    """(Dockerfile, image) for each `FROM` of a folder's Dockerfiles, with their
+    `ARG`/`ENV` values substituted, and ("Dockerfile", "pip:X.Y") for a `pip install
+    tensorflow==X.Y` in one whose images name no TensorFlow."""
+    found = []
     for name in _dockerfiles(root):
         try:
             with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
@@ -508,18 +510,54 @@ def container_target(root: str | None) -> Target | None:
             continue
         arguments = {name: value.strip("'\"") for name, value in _ARG.findall(text)}
         substitute = lambda t: re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), t)  # noqa: E731
-        for image in _FROM.findall(text):
-            image = substitute(image)
-            found = _image_target(image)
-            if found is not None:
-                return _target_of_versions([found], f"{name} builds on {image}")
+        images = [substitute(image) for image in _FROM.findall(text)]
+        found += [(name, image) for image in images]
         installed = _PIP_TENSORFLOW.search(substitute(text))
-        if installed:  # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
-            version = (int(installed.group(1)), int(installed.group(2)))
-            found = _target_of_versions([version], f"{name} installs tensorflow {version[0]}.{version[1]}")
-            if found is not None:
-                return found
+        if installed and not any(_image_target(image) for image in images):
+            # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
+            found.append((name, f"pip:{installed.group(1)}.{installed.group(2)}"))
+    return tuple(found)
+
+
+@lru_cache(maxsize=1024)
+def container_target(root: str | None) -> Target | None:
+    """The Keras of the TensorFlow images a folder's Dockerfiles build on (the first
+    TensorFlow image of each): where they disagree on the Keras, none."""
+    if root is None:
+        return None
+    versions, said, seen = [], [], set()
+    for name, image in _dockerfile_images(root):
+        if name in seen:
+            continue
+        if image.startswith("pip:"):
+            major, minor = image[4:].split(".")
+            version, what = (int(major), int(minor)), f"{name} installs tensorflow {major}.{minor}"
+        else:
+            version, what = _image_target(image), f"{name} builds on {image}"
+        if version is None:
+            continue
+        seen.add(name)
+        versions.append(version)
+        said.append(what)
+    if not versions:
+        return None
+    return _target_of_versions(versions, "; ".join(said[:2]) + ("; ..." if len(said) > 2 else ""))
+
+
+def _ngc_image(root: str) -> str | None:
+    for name, image in _dockerfile_images(root):
+        repository = image.partition(":")[0]
+        if repository.endswith("nvidia/tensorflow") or "nvidia/merlin/merlin-tensorflow" in repository:
+            return f"{name} builds on {image}"
     return None
+
+
+@lru_cache(maxsize=1024)
+def nearest_ngc_image(folder: str) -> str | None:
+    """Where the project of a folder builds on NVIDIA's NGC TensorFlow (which honours
+    `TF_ENABLE_AUTO_MIXED_PRECISION`): "docker/Dockerfile builds on nvcr.io/...", or None."""
+    root = project_root(folder)
+    return _nearest(folder, root, _ngc_image)
 
 
 # NVIDIA's release notes: the newest TensorFlow each year's TF2 images ship (20.xx: 2.0 -
@@ -1072,6 +1110,8 @@ def forget_project_files() -> None:
     project_pins.cache_clear()
     pins_fingerprint.cache_clear()
     container_target.cache_clear()
+    _dockerfile_images.cache_clear()
+    nearest_ngc_image.cache_clear()
     nearest_container_target.cache_clear()
     readme_target.cache_clear()
     launcher_target.cache_clear()
