@@ -6,7 +6,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, quote_like, string_value
 from mplint.catalogue.rule import Replace, Rule
-from mplint.core.diagnostics import ROLE, FixAvailability, Severity, Status
+from mplint.core.diagnostics import ROLE, FixAvailability, Premise, Severity, Status
 from mplint.facts.late_policy import late_mixed_settings
 from mplint.facts.layer_variables import (
     never_built,
@@ -111,6 +111,13 @@ class Float16Variables(Rule):
     module's code: an explicitly set global policy, not floatx, gives layers their
     variables' dtype.
 
+    A global policy gives float16 variables only to the Keras layers built under it
+    (hand-made `tf.Variable`s keep their initial value's dtype): the finding is proved
+    where a layer of the module is built under it, and only assumed (extended tier, no
+    fix) where nothing that can run after it builds one: no later construction here, no
+    module that imports this one, no function of a module it imports that builds a layer
+    (module-level layers are built at import, before it).
+
     The finding rests on a role premise: that something trains the variables. It is
     proved where the module itself trains (fits, applies gradients, records a tape,
     calls an estimator's or a framework's `train`), inferred where a module that imports
@@ -211,10 +218,52 @@ class Float16Variables(Rule):
                 premises=(training_premise(self.facts, untrained),),
             )
             return
-        self._report(setting.call, setting.argument, name, what)
+        self._report(setting.call, setting.argument, name, what, built=self._layers_built_under(setting))
+
+    def _layers_built_under(self, setting: PolicySetting) -> Premise | None:
+        """That a Keras layer is built under a global half policy (only its layers get
+        float16 variables; hand-made `tf.Variable`s keep their own dtype): proved by a
+        construction here that runs under it; assumed where nothing that can run after it
+        builds one (this module's later code, a module that imports it, a function of a
+        module it imports); None where something may."""
+        facts = self.facts
+        if facts.project is None or not setting.names:
+            return None
+        graph = facts.analysis(ModelGraph)
+        for call in graph.constructions():
+            if setting.names & facts.policy.global_at(call):
+                return Premise(ROLE, "layers built under it", Status.PROVED,
+                               f"`{facts.module.code_for_node(call.func)}(...)` is built under it here")
+        if self._project_imports_after(setting) or facts.project.may_build_layers_later():
+            return None
+        return Premise(ROLE, "layers built under it", Status.ASSUMED,
+                       "nothing that runs after it builds a Keras layer: this module's layers (and its imports') are "
+                       "built before it, and hand-made tf.Variables keep their own dtype")
+
+    def _project_imports_after(self, setting: PolicySetting) -> bool:
+        """A module-level import of a project module after the setting (its import-time
+        code runs under it)."""
+        facts = self.facts
+        top = facts.index.top_level_statement(setting.call)
+        if top is None:
+            return False
+        for statement in facts.module.body:
+            if not facts.index.before(top, statement) or not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Import):
+                    names = [facts.module.code_for_node(a.name) for a in small.names]
+                elif isinstance(small, cst.ImportFrom):
+                    dots = "." * len(small.relative)
+                    names = [dots + (facts.module.code_for_node(small.module) if small.module is not None else "")]
+                else:
+                    continue
+                if any(facts.project.is_project_module(n) for n in names):
+                    return True
+        return False
 
     def _report(self, node: cst.CSTNode, expr: cst.BaseExpression | None, name: str, what: str,
-                untrained: str | None = None) -> None:
+                untrained: str | None = None, built: Premise | None = None) -> None:
         mixed = PURE_HALF[name]
         untrained = untrained or self._untrained()
         message = f"{what} {name!r} keeps the variables in {name}; " + (
@@ -223,15 +272,16 @@ class Float16Variables(Rule):
         literal = _policy_literal(self.facts, expr)
         fix = None
         trained = training_premise(self.facts, untrained)
-        if trained.status is Status.ASSUMED:  # also wherever nothing here trains (`untrained`)
-            pass  # kept in float16 on purpose as often as not: no fix to apply blindly
+        premises = (trained,) if built is None else (trained, built)
+        if any(p.status is Status.ASSUMED for p in premises):  # also wherever nothing here trains (`untrained`)
+            pass  # kept in float16 on purpose as often as not, or no layer has it: no fix to apply blindly
         elif literal is not None and string_value(literal) == name and _read_only_as_policies(self.facts, expr, literal):
             fix = self.fix(f"Use the {mixed!r} policy", [Replace(literal, quote_like(literal, mixed))], unsafe=True)
         elif isinstance(expr, cst.Attribute) and self.facts.qualified(expr) in (
             f"tensorflow.{name}", f"tensorflow.dtypes.{name}"
         ):
             fix = self.fix(f"Use the {mixed!r} policy", [Replace(expr, cst.SimpleString(f'"{mixed}"'))], unsafe=True)
-        self.report(node, message, fix=fix, severity=Severity.INFO if untrained else None, premises=(trained,))
+        self.report(node, message, fix=fix, severity=Severity.INFO if untrained else None, premises=premises)
 
 
 class Float16OnTpu(Rule):

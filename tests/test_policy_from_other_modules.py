@@ -142,3 +142,41 @@ def test_floatx_float16_is_overridden_by_the_mixed_policy_a_script_sets_before_b
           + "trainer().fit(x, y)\n")
     result = cli(["--no-cache", "--output-format", "json", "--select", "MP103", "."], cwd=tmp_path)
     assert [(f["filename"], f["code"]) for f in json.loads(result.stdout)] == [("model.py", "MP103")]
+
+
+WEIGHTS = (
+    "import tensorflow as tf\n"
+    "norm = tf.keras.layers.LayerNormalization()  # built at import, before the policy\n"
+    "def init_weights(n):\n"
+    "    return [tf.Variable(tf.random.normal((n, n))), tf.Variable(tf.zeros((n,)))]\n"
+)
+HALF_SCRIPT = (
+    "import tensorflow as tf\n"
+    "from weights import init_weights\n"
+    "tf.keras.mixed_precision.set_global_policy('float16')\n"
+    "weights = init_weights(8)\n"
+    "optimizer = tf.keras.optimizers.Adam()\n"
+    "with tf.GradientTape() as tape:\n"
+    "    loss = tf.reduce_sum(weights[0])\n"
+    "optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))\n"
+)
+
+
+def test_a_float16_global_policy_that_no_layer_is_built_under_is_latent(cli, tmp_path):
+    # Hand-made tf.Variables keep their own dtype, and the only layer is built at import,
+    # before the policy: no float16 variable is proved, the finding is extended.
+    write(tmp_path / "weights.py", WEIGHTS)
+    write(tmp_path / "train.py", HALF_SCRIPT)
+    args = ["--no-cache", "--output-format", "json", "--select", "MP103", "train.py"]
+    assert json.loads(cli(args, cwd=tmp_path).stdout) == []
+    (finding,) = json.loads(cli([*args, "--extended"], cwd=tmp_path).stdout)
+    assert [(p["value"], p["status"]) for p in finding["premises"] if p["fact"] == "role"][-1] == \
+        ("layers built under it", "assumed")
+    # A function of an imported module that builds a layer may run under it: reported.
+    write(tmp_path / "weights.py", WEIGHTS + "def head():\n    return tf.keras.layers.Dense(4)\n")
+    assert [f["code"] for f in json.loads(cli(args, cwd=tmp_path).stdout)] == ["MP103"]
+    # So does a layer built here after it (proved).
+    write(tmp_path / "weights.py", WEIGHTS)
+    write(tmp_path / "train.py", HALF_SCRIPT + "model = tf.keras.Sequential([tf.keras.layers.Dense(4)])\nmodel.fit(x, y)\n")
+    (finding,) = json.loads(cli(args, cwd=tmp_path).stdout)
+    assert ("layers built under it", "proved") in [(p["value"], p["status"]) for p in finding["premises"]]

@@ -100,6 +100,14 @@ class ProjectContext(Protocol):
         names a float16 Keras policy or imports a module that does; None where no module
         of the project uses it."""
 
+    def may_build_layers_later(self) -> bool:
+        """Whether code that can run after this module's import-time code may build a
+        Keras layer or model (a module that imports it; a function of one it imports)."""
+
+    def is_project_module(self, raw: str) -> bool:
+        """Whether a module name as this module imports it (`pkg.mod`, `.mod`) is the
+        project's own."""
+
     def importers(self) -> tuple[str, ...]:
         """The project's modules (tests aside) that import this one: code at this
         module's top runs in their programs too."""

@@ -87,6 +87,7 @@ class ProjectIndex:
         self._mentions_cache: dict[str, bool] | None = None  # see `_mentions`
         self._trainers: dict[str, str | None] = {}  # see `trainer_of`
         self._training: dict[str, bool] = {}  # see `_trains`
+        self._layer_builders: dict[str, bool] = {}  # see `_builds_layers_in_functions`
         self._float16_paths: tuple[set[str], set[str]] | None = None  # see `float16_policy_on_path`
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
@@ -191,6 +192,7 @@ class ProjectIndex:
         self._mentions_cache = None
         self._trainers.clear()
         self._training.pop(module, None)
+        self._layer_builders.pop(module, None)
         self._float16_paths = None
         if module is None:
             return
@@ -369,6 +371,27 @@ class ProjectIndex:
             path = self.path_of[module]
             found = self.scan(path).training_call and calls_a_trainer(self.text(path) or "")
             self._training[module] = found
+        return found
+
+    def may_build_layers_later(self, module: str) -> bool:
+        """Whether code that can run after `module`'s import-time code may build a Keras
+        layer or model: a module (not a test) that imports it runs after it, and a
+        function of a module it imports (directly or through others) may be called after
+        it (`mplint.project.layer_builders`; module-level code there ran at import)."""
+        if any(not self.is_test(m) for m in self.importers_of(module)):
+            return True
+        return any(self._builds_layers_in_functions(name) for name in sorted(self._imported_by({module})))
+
+    def _builds_layers_in_functions(self, module: str) -> bool:
+        found = self._layer_builders.get(module)
+        if found is None:
+            from mplint.project.layer_builders import builds_layers_in_functions
+
+            path = self.path_of.get(module)
+            text = self.text(path) if path is not None else None
+            own = frozenset(name.split(".")[0] for name in self.path_of)
+            found = text is None or builds_layers_in_functions(text, own)
+            self._layer_builders[module] = found
         return found
 
     def float16_policy_on_path(self, module: str) -> bool | None:
@@ -1141,7 +1164,7 @@ class ProjectIndex:
             parts.append(repr(sorted(external.after)))
         parts += [self._key_part(other) for other in sorted(related)]
         if self.scan(self.path_of[module]).half:  # only a float16/bfloat16 module has MP103 findings
-            parts.append(f"trained by {self.trainer_of(module)}")
+            parts.append(f"trained by {self.trainer_of(module)}; layers later: {self.may_build_layers_later(module)}")
         if self.names_float16_policy():
             parts.append(f"float16 policy on its path: {self.float16_policy_on_path(module)}")
         return "|".join(parts)
@@ -1231,6 +1254,13 @@ class ModuleContext:
 
     def float16_policy_on_path(self) -> bool | None:
         return None if self._record else self.index.float16_policy_on_path(self.module)
+
+    def may_build_layers_later(self) -> bool:
+        return True if self._record else self.index.may_build_layers_later(self.module)
+
+    def is_project_module(self, raw: str) -> bool:
+        absolute = self.index.absolute(self.module, raw)
+        return absolute is not None and self.index.locate(absolute) is not None
 
     def importers(self) -> tuple[str, ...]:
         if self._record:
