@@ -63,6 +63,7 @@ class CallGraph:
         self.classes: list[cst.ClassDef] = index.nodes(cst.ClassDef)
         # Where each function and class is defined: its scope (function/class/module).
         self._module_functions: dict[str, cst.FunctionDef] = {}
+        self._module_redefinitions: dict[str, list[cst.FunctionDef]] = {}  # in order, where a name has several
         self._module_classes: dict[str, cst.ClassDef] = {}
         self._nested: dict[tuple[int, str], cst.FunctionDef] = {}  # (enclosing function, name)
         self._methods: dict[int, dict[str, cst.FunctionDef]] = {}  # class -> name -> method
@@ -78,6 +79,7 @@ class CallGraph:
             if scope is None:
                 if index.enclosing(function, cst.ClassDef) is None:
                     self._module_functions[function.name.value] = function
+                    self._module_redefinitions.setdefault(function.name.value, []).append(function)
             else:
                 self._nested[(id(scope), function.name.value)] = function
         for classdef in self.classes:
@@ -266,6 +268,12 @@ class CallGraph:
         function = self._module_functions.get(name.value)
         if function is None or self._rebound(name.value):
             return None
+        defined = self._module_redefinitions[name.value]
+        if len(defined) > 1 and self.index.enclosing(name, cst.FunctionDef, cst.ClassDef) is None:
+            # module-level code (a notebook's sections each define their own `train`)
+            # runs the definition it follows, not the last one
+            before = [d for d in defined if self.index.before(d, name)]
+            return before[-1] if before else None
         return function
 
     def _class_named(self, name: cst.Name) -> cst.ClassDef | None:

@@ -245,6 +245,10 @@ class PolicyFacts:
             if self._is_parameter(expr):
                 # `def setup(policy="mixed_float16"): set_global_policy(policy)`
                 return self._constant(expr)
+            reaching = self._straight_line_value(expr)
+            if reaching is not None:
+                # a notebook's sections each bind `policy` anew: the one before the read
+                return self.policy_names(reaching, depth + 1)
             collected: set[str] = set()
             for value in facts.bindings.values_visible(expr, facts.index):
                 found = self.policy_names(value, depth + 1)
@@ -252,6 +256,28 @@ class PolicyFacts:
                     collected |= found
             return frozenset(collected) if collected else None
         return None
+
+    def _straight_line_value(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The value bound to a module-level name read at module level, where every
+        binding of it is a plain top-level assignment: the last one before the read.
+        None where any binding is in a branch, a loop, a function or not simple."""
+        facts = self._facts
+        index = facts.index
+        if index.enclosing(name, cst.FunctionDef, cst.Lambda, cst.ClassDef) is not None:
+            return None
+        values = facts.bindings.bindings.get((id(index.module), name.value), [])
+        if len(values) < 2 or any(v is None for v in values):
+            return None
+        read = index.top_level_statement(name)
+        last = None
+        for value in values:
+            assign = index.parent_of(value)
+            line = index.parent_of(assign) if isinstance(assign, cst.Assign) else None
+            if not isinstance(line, cst.SimpleStatementLine) or index.top_level_statement(value) is not line:
+                return None
+            if read is not None and index.before(line, read) and line is not read:
+                last = value
+        return last
 
     def _is_parameter(self, name: cst.Name) -> bool:
         """Whether `name` refers to a parameter of an enclosing function (no assignment
