@@ -439,6 +439,11 @@ class EmbeddingSizeNotMultiple(_TensorCoreRule):
     vocabulary-sized output layer (a model output whose size is an embedding's
     `input_dim`, or a value named like `VOCAB_SIZE`).
 
+    Not reported: an embedding given its weights (`weights=`, a constant initializer,
+    `trainable=False`: its shape is the checkpoint's), nor the `input_dim` of a table of
+    positions or slots, read by a gather rather than a matmul (named like `pos_embed`, or
+    looked up with a range of ids: DETR's `query_embed(tf.range(num_queries))`).
+
     ## Why is this bad?
     The embedding width is the inner dimension of the float16 matmuls that read the
     embeddings, and the vocabulary is the width of the output projection of a language

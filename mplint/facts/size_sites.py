@@ -535,7 +535,56 @@ class TensorCoreSites:
             names += [self.facts.module.code_for_node(t.target) for t in parent.targets]
         if any(re.search(r"pos(ition)?(al)?(_|\b|[A-Z])", name, re.I) for name in names if name):
             return "positional"
+        if any(self._range_of_ids(argument) for argument in self._lookups(call)):
+            return "positional"  # DETR's object queries: `query_embed(tf.range(num_queries))`
         return None
+
+    def _lookups(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """What the embedding `call` builds is called on: `emb(ids)` where it is bound to
+        a name, or `self.emb(ids)` in its class."""
+        parent = self.index.parent_of(call)
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return []
+        target = parent.targets[0].target
+        found = []
+        for use in self.index.nodes(cst.Call):
+            func = use.func
+            if isinstance(target, cst.Name) and isinstance(func, cst.Name) and func.value == target.value:
+                pass
+            elif isinstance(target, cst.Attribute) and isinstance(func, cst.Attribute) \
+                    and func.attr.value == target.attr.value and _is_self(func.value) and _is_self(target.value) \
+                    and self.index.class_of(use) is self.index.class_of(call):
+                pass
+            else:
+                continue
+            argument = arg_value(use, 0, "inputs")
+            if argument is not None:
+                found.append(argument)
+        return found
+
+    def _range_of_ids(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` holds a range of ids (`tf.range(n)`, `ops.arange(n)`), perhaps tiled,
+        indexed, reshaped or cast on the way, through names and `self.` attributes bound
+        once."""
+        if depth > 6:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self._range_of_ids(expr.value, depth + 1)
+        if isinstance(expr, cst.Call):
+            last = (self.facts.qualified(expr.func) or "").rsplit(".", 1)[-1]
+            if last in ("range", "arange"):
+                return True
+            if last in _SHAPING and expr.args:
+                return self._range_of_ids(expr.args[0].value, depth + 1)
+            return False
+        if isinstance(expr, cst.Name):
+            values = self.facts.bindings.values_visible(expr, self.index)
+            return len(values) == 1 and self._range_of_ids(values[0], depth + 1)
+        if isinstance(expr, cst.Attribute) and _is_self(expr.value):
+            classdef = self.index.class_of(expr)
+            bound = self.facts.analysis(ModelGraph).attribute_bindings(classdef, expr.attr.value) if classdef else []
+            return len(bound) == 1 and self._range_of_ids(bound[0][1], depth + 1)
+        return False
 
     @cached_property
     def batch_sites(self) -> list[SizeSite]:
@@ -707,3 +756,11 @@ def _einsum_kernel_output_positions(equation: str) -> tuple[int, list[int]] | No
         return None
     positions = [i for i, letter in enumerate(letters) if letter in kernel and letter not in inputs]
     return len(letters), positions
+
+
+# Ops that keep what a tensor of ids holds (its values), only its shape or dtype changes.
+_SHAPING = frozenset({"tile", "expand_dims", "broadcast_to", "repeat", "reshape", "cast", "identity", "squeeze"})
+
+
+def _is_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "self"
