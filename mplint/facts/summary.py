@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from mplint.facts.module import ModuleFacts
 
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 _LITERALS = (int, float, str, bool, type(None))
 
 
@@ -80,6 +80,9 @@ def _argument(facts: "ModuleFacts", expr: cst.BaseExpression, call: cst.Call) ->
 
     value = facts.values.resolve(expr)
     if value is not None and isinstance(value.value, _LITERALS):
+        source = value.single_source
+        if source is not None and source.name:  # `Linear(c, num_classes)`: what the value is here
+            return {"value": value.value, "name": source.name}
         return {"value": value.value}
     from mplint.facts.training import TrainingLoops
 

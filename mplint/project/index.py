@@ -1140,7 +1140,9 @@ class ProjectIndex:
         where = self._where(importer, call.get("row", 0))
         if "value" in given:
             name = function.rsplit(".", 1)[0] if function.endswith(".__init__") else function
-            return ExternalValue(given["value"], where, f"argument `{param}` of `{name}(...)`", param)
+            # named as the caller has it (`num_classes` given as `out_channels`): what it is
+            return ExternalValue(given["value"], where, f"argument `{param}` of `{name}(...)`",
+                                 given.get("name") or param)
         origin, generation, kind = given["optimizer"]
         return ExternalOptimizer(origin, generation, kind, where)
 
