@@ -579,6 +579,8 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         arg = get_arg(call, 1, "loss_scale") if experimental else get_arg(call, None, "loss_scale")
         if arg is None:
             return  # the chain itself is reported by _check_chains
+        if arg.keyword is None and self._current_dynamic_flag(arg.value):
+            return
         self._handled_calls.add(id(call))
         message = self._loss_scale_argument(call, arg, "LossScaleOptimizer", "TypeError" if self.keras2 else "ValueError")
         scale = loss_scale_of(facts, arg.value)
@@ -594,6 +596,16 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
             f"{message}; {mapped}" + (f"; {note}" if note else ""),
             fix=self.fix("Use the current LossScaleOptimizer arguments", [Replace(call, new_call)], unsafe=note is not None),
         )
+
+    def _current_dynamic_flag(self, value: cst.BaseExpression) -> bool:
+        """A name that, where the code runs, holds `True`/`False`: the current
+        LossScaleOptimizer's `dynamic` flag (`dynamic = True` for TF >= 2.4, `'dynamic'`
+        only in the branch a version check keeps for older TensorFlow)."""
+        facts = self.facts
+        if not isinstance(value, cst.Name):
+            return False
+        live = [v for v in facts.bindings.values_visible(value, facts.index) if not old_tensorflow_only(facts, v)]
+        return bool(live) and all(isinstance(v, cst.Name) and v.value in ("True", "False") for v in live)
 
     # -- attribute chains --------------------------------------------------------------------
     def _check_chains(self) -> None:
