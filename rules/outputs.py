@@ -480,18 +480,22 @@ class PolicySetAfterLayers(Rule):
     Layers created inside functions (which may run after the policy is set), `Input`s
     and preprocessing layers (best kept in float32 anyway) are not reported; nor are
     layers created after an earlier global policy call in the same or an enclosing
-    scope.
+    scope, nor layers and models that nothing uses after the policy is set (the names
+    their statement binds are not read there before being rebound: a notebook's
+    float32 baselines, built and trained in earlier sections).
 
     ## Example
     ```python
     encoder = keras.layers.Dense(64)
     keras.mixed_precision.set_global_policy("mixed_float16")
+    outputs = encoder(inputs)
     ```
 
     ## Use instead
     ```python
     keras.mixed_precision.set_global_policy("mixed_float16")
     encoder = keras.layers.Dense(64)
+    outputs = encoder(inputs)
     ```
 
     ## Fix safety

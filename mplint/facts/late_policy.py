@@ -47,6 +47,7 @@ def late_mixed_settings(facts: "ModuleFacts") -> list[tuple[PolicySetting, list[
             and not index.contains(setting.call, call)
             and not any(index.before(g, call) and index.contains(scope_of(facts, g), call) for g in global_calls)
         ]
+        early = [call for call in early if _used_after(facts, call, setting.call)]
         if early:
             found.append((setting, early))
     return found
@@ -56,6 +57,43 @@ def late_mixed_settings(facts: "ModuleFacts") -> list[tuple[PolicySetting, list[
 # attributes read).
 _MODEL_METHODS = frozenset({"fit", "compile", "summary", "load_weights", "save_weights", "train_on_batch"})
 _MODEL_ATTRIBUTES = frozenset({"trainable_weights", "trainable_variables"})
+
+
+def _used_after(facts: "ModuleFacts", call: cst.Call, setting: cst.Call) -> bool:
+    """Whether what `call` builds is used after the setting: a name its statement binds
+    (`model = Sequential([...])`, `x = Dense(8)(x)`; for `model.add(Dense(8))` the
+    model) is read there before anything rebinds it. A notebook's earlier sections
+    build and train float32 baselines the policy was never meant to reach; where the
+    statement binds no name mplint can follow, it counts as used."""
+    index = facts.index
+    statement = index.statement_of(call)
+    names: set[str] = set()
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        small = statement.body[0]
+        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            names = {t.value for t in targets if isinstance(t, cst.Name)}
+            if len(names) != len(targets):
+                return True
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                and isinstance(small.value.func, cst.Attribute) and isinstance(small.value.func.value, cst.Name):
+            names = {small.value.func.value.value}  # `model.add(Dense(8))`
+    if not names:
+        return True
+    scope = scope_of(facts, setting)
+    for name in names:
+        rebound = [t for t in index.nodes(cst.AssignTarget) if isinstance(t.target, cst.Name)
+                   and t.target.value == name and index.before(setting, t) and scope_of(facts, t) is scope]
+        first_rebinding = min(rebound, key=index.position_in_order) if rebound else None
+        for node in index.nodes(cst.Name):
+            if node.value != name or not index.before(setting, node) or not index.contains(scope, node):
+                continue
+            if isinstance(index.parent_of(node), cst.AssignTarget):
+                continue
+            if first_rebinding is None or index.before(node, first_rebinding) or index.contains(first_rebinding, node) \
+                    or scope_of(facts, node) is not scope:
+                return True
+    return False
 
 
 def _models_of_other_modules(facts: "ModuleFacts") -> list[cst.Call]:
