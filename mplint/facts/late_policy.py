@@ -62,7 +62,8 @@ _MODEL_ATTRIBUTES = frozenset({"trainable_weights", "trainable_variables"})
 def _used_after(facts: "ModuleFacts", call: cst.Call, setting: cst.Call) -> bool:
     """Whether what `call` builds is used after the setting: a name its statement binds
     (`model = Sequential([...])`, `x = Dense(8)(x)`; for `model.add(Dense(8))` the
-    model) is read there before anything rebinds it. A notebook's earlier sections
+    model) is read there before anything rebinds it, or read by a function (which may
+    run after it). A notebook's earlier sections
     build and train float32 baselines the policy was never meant to reach; where the
     statement binds no name mplint can follow, it counts as used."""
     index = facts.index
@@ -86,13 +87,31 @@ def _used_after(facts: "ModuleFacts", call: cst.Call, setting: cst.Call) -> bool
                    and t.target.value == name and index.before(setting, t) and scope_of(facts, t) is scope]
         first_rebinding = min(rebound, key=index.position_in_order) if rebound else None
         for node in index.nodes(cst.Name):
-            if node.value != name or not index.before(setting, node) or not index.contains(scope, node):
+            if node.value != name or not index.contains(scope, node):
                 continue
-            if isinstance(index.parent_of(node), cst.AssignTarget):
+            parent = index.parent_of(node)
+            if isinstance(parent, (cst.AssignTarget, cst.Param)) or (isinstance(parent, cst.Attribute) and parent.attr is node):
                 continue
-            if first_rebinding is None or index.before(node, first_rebinding) or index.contains(first_rebinding, node) \
-                    or scope_of(facts, node) is not scope:
+            if scope_of(facts, node) is not scope:
+                if not _local_in_a_function(facts, node, scope):
+                    return True  # read by a function, which may run after the policy is set
+                continue
+            if index.before(setting, node) and (first_rebinding is None or index.before(node, first_rebinding)
+                                                or index.contains(first_rebinding, node)):
                 return True
+    return False
+
+
+def _local_in_a_function(facts: "ModuleFacts", name: cst.Name, scope: cst.CSTNode) -> bool:
+    """`name` is bound by a function between it and `scope` (its own local, or a
+    parameter), not the one `scope` binds."""
+    function = facts.index.enclosing(name, cst.FunctionDef, cst.Lambda)
+    while function is not None and function is not scope:
+        if facts.bindings.is_bound(function, name.value) or any(
+                p.name.value == name.value for p in (*function.params.params, *function.params.posonly_params,
+                                                     *function.params.kwonly_params)):
+            return True
+        function = facts.index.enclosing(function, cst.FunctionDef, cst.Lambda)
     return False
 
 
