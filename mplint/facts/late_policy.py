@@ -47,7 +47,8 @@ def late_mixed_settings(facts: "ModuleFacts") -> list[tuple[PolicySetting, list[
             and not index.contains(setting.call, call)
             and not any(index.before(g, call) and index.contains(scope_of(facts, g), call) for g in global_calls)
         ]
-        early = [call for call in early if _used_after(facts, call, setting.call)]
+        reads: dict[str, bool] = {}
+        early = [call for call in early if _used_after(facts, call, setting.call, reads)]
         if early:
             found.append((setting, early))
     return found
@@ -59,15 +60,14 @@ _MODEL_METHODS = frozenset({"fit", "compile", "summary", "load_weights", "save_w
 _MODEL_ATTRIBUTES = frozenset({"trainable_weights", "trainable_variables"})
 
 
-def _used_after(facts: "ModuleFacts", call: cst.Call, setting: cst.Call) -> bool:
+def _used_after(facts: "ModuleFacts", call: cst.Call, setting: cst.Call, reads: dict[str, bool]) -> bool:
     """Whether what `call` builds is used after the setting: a name its statement binds
     (`model = Sequential([...])`, `x = Dense(8)(x)`; for `model.add(Dense(8))` the
     model) is read there before anything rebinds it, or read by a function (which may
-    run after it). A notebook's earlier sections
-    build and train float32 baselines the policy was never meant to reach; where the
-    statement binds no name mplint can follow, it counts as used."""
-    index = facts.index
-    statement = index.statement_of(call)
+    run after it). A notebook's earlier sections build and train float32 baselines the
+    policy was never meant to reach. Where the statement binds no name mplint can
+    follow, it counts as used. `reads` memoises the answer per name for one setting."""
+    statement = facts.index.statement_of(call)
     names: set[str] = set()
     if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
         small = statement.body[0]
@@ -81,24 +81,33 @@ def _used_after(facts: "ModuleFacts", call: cst.Call, setting: cst.Call) -> bool
             names = {small.value.func.value.value}  # `model.add(Dense(8))`
     if not names:
         return True
-    scope = scope_of(facts, setting)
     for name in names:
-        rebound = [t for t in index.nodes(cst.AssignTarget) if isinstance(t.target, cst.Name)
-                   and t.target.value == name and index.before(setting, t) and scope_of(facts, t) is scope]
-        first_rebinding = min(rebound, key=index.position_in_order) if rebound else None
-        for node in index.nodes(cst.Name):
-            if node.value != name or not index.contains(scope, node):
-                continue
-            parent = index.parent_of(node)
-            if isinstance(parent, (cst.AssignTarget, cst.Param)) or (isinstance(parent, cst.Attribute) and parent.attr is node):
-                continue
-            if scope_of(facts, node) is not scope:
-                if not _local_in_a_function(facts, node, scope):
-                    return True  # read by a function, which may run after the policy is set
-                continue
-            if index.before(setting, node) and (first_rebinding is None or index.before(node, first_rebinding)
-                                                or index.contains(first_rebinding, node)):
-                return True
+        if name not in reads:
+            reads[name] = _read_after(facts, name, setting)
+    return any(reads[name] for name in names)
+
+
+def _read_after(facts: "ModuleFacts", name: str, setting: cst.Call) -> bool:
+    """`name` (as the setting's scope binds it) is read after the setting before it is
+    rebound there, or read by a function of that scope."""
+    index = facts.index
+    scope = scope_of(facts, setting)
+    rebound = [t for t in index.nodes(cst.AssignTarget) if isinstance(t.target, cst.Name)
+               and t.target.value == name and index.before(setting, t) and scope_of(facts, t) is scope]
+    first_rebinding = min(rebound, key=index.position_in_order) if rebound else None
+    for node in index.nodes(cst.Name):
+        if node.value != name or not index.contains(scope, node):
+            continue
+        parent = index.parent_of(node)
+        if isinstance(parent, (cst.AssignTarget, cst.Param)) or (isinstance(parent, cst.Attribute) and parent.attr is node):
+            continue
+        if scope_of(facts, node) is not scope:
+            if not _local_in_a_function(facts, node, scope):
+                return True  # read by a function, which may run after the policy is set
+            continue
+        if index.before(setting, node) and (first_rebinding is None or index.before(node, first_rebinding)
+                                            or index.contains(first_rebinding, node)):
+            return True
     return False
 
 
