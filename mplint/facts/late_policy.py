@@ -88,39 +88,20 @@ def _used_after(facts: "ModuleFacts", call: cst.Call, setting: cst.Call, reads: 
 
 
 def _read_after(facts: "ModuleFacts", name: str, setting: cst.Call) -> bool:
-    """`name` (as the setting's scope binds it) is read after the setting before it is
-    rebound there, or read by a function of that scope."""
+    """The variable `name` of the setting's scope is read after the setting before it is
+    bound again there, or read by a function of that scope (ModelGraph's loads: a
+    function's own local of that name is not it)."""
     index = facts.index
+    graph = facts.analysis(ModelGraph)
     scope = scope_of(facts, setting)
-    rebound = [t for t in index.nodes(cst.AssignTarget) if isinstance(t.target, cst.Name)
-               and t.target.value == name and index.before(setting, t) and scope_of(facts, t) is scope]
-    first_rebinding = min(rebound, key=index.position_in_order) if rebound else None
-    for node in index.nodes(cst.Name):
-        if node.value != name or not index.contains(scope, node):
-            continue
-        parent = index.parent_of(node)
-        if isinstance(parent, (cst.AssignTarget, cst.Param)) or (isinstance(parent, cst.Attribute) and parent.attr is node):
-            continue
+    later = [b.node for b in graph.bindings.in_scope(scope, name) if index.before(setting, b.node)]
+    rebinding = later[0] if later else None
+    for node in graph.name_loads(scope, name):
         if scope_of(facts, node) is not scope:
-            if not _local_in_a_function(facts, node, scope):
-                return True  # read by a function, which may run after the policy is set
-            continue
-        if index.before(setting, node) and (first_rebinding is None or index.before(node, first_rebinding)
-                                            or index.contains(first_rebinding, node)):
+            return True  # read by a function, which may run after the policy is set
+        if index.before(setting, node) and (rebinding is None or index.before(node, rebinding)
+                                            or index.contains(rebinding, node)):
             return True
-    return False
-
-
-def _local_in_a_function(facts: "ModuleFacts", name: cst.Name, scope: cst.CSTNode) -> bool:
-    """`name` is bound by a function between it and `scope` (its own local, or a
-    parameter), not the one `scope` binds."""
-    function = facts.index.enclosing(name, cst.FunctionDef, cst.Lambda)
-    while function is not None and function is not scope:
-        if facts.bindings.is_bound(function, name.value) or any(
-                p.name.value == name.value for p in (*function.params.params, *function.params.posonly_params,
-                                                     *function.params.kwonly_params)):
-            return True
-        function = facts.index.enclosing(function, cst.FunctionDef, cst.Lambda)
     return False
 
 

@@ -371,11 +371,11 @@ class ModelGraph:
             if isinstance(node, cst.Assign):
                 for target in node.targets:
                     t = target.target
-                    if isinstance(t, cst.Attribute) and t.attr.value == attr and _is_self(t.value):
+                    if isinstance(t, cst.Attribute) and t.attr.value == attr and is_self(t.value):
                         found.append((node, node.value))
             elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
                 t = node.target
-                if isinstance(t, cst.Attribute) and t.attr.value == attr and _is_self(t.value):
+                if isinstance(t, cst.Attribute) and t.attr.value == attr and is_self(t.value):
                     found.append((node, node.value if isinstance(node, cst.AnnAssign) and node.value else cst.Ellipsis()))
         return found
 
@@ -383,7 +383,7 @@ class ModelGraph:
         """Reads of `self.<attr>` in a class (not the assignments)."""
         uses = []
         for node in self.index.descendants(classdef):
-            if isinstance(node, cst.Attribute) and node.attr.value == attr and _is_self(node.value):
+            if isinstance(node, cst.Attribute) and node.attr.value == attr and is_self(node.value):
                 parent = self.index.parent_of(node)
                 if isinstance(parent, cst.AssignTarget) or (
                     isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node
@@ -463,7 +463,7 @@ class ModelGraph:
                 if ctor is not None and binding.value is ctor:
                     return LayerRef(ctor, self.facts.qualified(ctor.func) or "", "name", func.value, binding.node)
             return None
-        if isinstance(func, cst.Attribute) and _is_self(func.value):
+        if isinstance(func, cst.Attribute) and is_self(func.value):
             classdef = self.index.class_of(func)
             if classdef is None:
                 return None
@@ -791,7 +791,7 @@ class ModelGraph:
         if isinstance(parent, cst.Assign) and parent.value is node:
             for target in parent.targets:
                 t = target.target
-                if isinstance(t, cst.Attribute) and _is_self(t.value):
+                if isinstance(t, cst.Attribute) and is_self(t.value):
                     return self.is_layer_or_model_class(self.index.class_of(node))
         bound = self._bound_name(node)
         if bound is None:
@@ -816,7 +816,7 @@ class ModelGraph:
             elif isinstance(use_parent, cst.Assign) and use_parent.value is use:
                 for target in use_parent.targets:
                     t = target.target
-                    if isinstance(t, cst.Attribute) and _is_self(t.value) and self.is_layer_or_model_class(self.index.class_of(use)):
+                    if isinstance(t, cst.Attribute) and is_self(t.value) and self.is_layer_or_model_class(self.index.class_of(use)):
                         return True
         return False
 
@@ -868,15 +868,12 @@ class ModelGraph:
         return self._part_elsewhere(self.facts.call_graph.key_of(function))
 
     def _calls_of_function(self, function: cst.FunctionDef) -> list[cst.Call]:
-        """The module's calls of `function`: by its plain name, or, for a method, as
-        `self.<name>(...)` in its own class (`self.build_feature_extractor()`)."""
-        block = self.index.parent_of(function)
-        classdef = self.index.parent_of(block) if block is not None else None
-        if not isinstance(classdef, cst.ClassDef):
+        """The module's calls of `function`: by its plain name, or, for a method, the
+        calls the call graph resolves to it (`self.build_feature_extractor()`)."""
+        graph = self.facts.call_graph
+        if graph.owner(function) is None:
             return self._calls_of(function.name.value)
-        return [call for call in self.index.nodes(cst.Call)
-                if isinstance(call.func, cst.Attribute) and call.func.attr.value == function.name.value
-                and _is_self(call.func.value) and self.index.class_of(call) is classdef]
+        return [site for site in graph.sites_of(function) if isinstance(site, cst.Call)]
 
     def _used_as_part(self, node: cst.CSTNode) -> bool:
         """`node` is an element of a Sequential's layers, an argument of `.add()`, of a
@@ -985,5 +982,5 @@ def _is_preprocessing(qualified: str) -> bool:
     return name in _PREPROCESSING or name.startswith("Random")
 
 
-def _is_self(node: cst.BaseExpression) -> bool:
+def is_self(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "self"

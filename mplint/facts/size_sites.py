@@ -33,7 +33,8 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, string_value
 from mplint.analysis.values import Value
-from mplint.facts.model_graph import ModelGraph
+from mplint.facts.model_graph import ModelGraph, is_self
+from mplint.facts.policy import scope_of
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -546,20 +547,20 @@ class TensorCoreSites:
         if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
             return []
         target = parent.targets[0].target
+        graph = self.facts.analysis(ModelGraph)
+        if isinstance(target, cst.Name):
+            uses: list[cst.BaseExpression] = list(graph.name_loads(scope_of(self.facts, call), target.value))
+        elif isinstance(target, cst.Attribute) and is_self(target.value) and self.index.class_of(call) is not None:
+            uses = list(graph.attribute_uses(self.index.class_of(call), target.attr.value))
+        else:
+            return []
         found = []
-        for use in self.index.nodes(cst.Call):
-            func = use.func
-            if isinstance(target, cst.Name) and isinstance(func, cst.Name) and func.value == target.value:
-                pass
-            elif isinstance(target, cst.Attribute) and isinstance(func, cst.Attribute) \
-                    and func.attr.value == target.attr.value and _is_self(func.value) and _is_self(target.value) \
-                    and self.index.class_of(use) is self.index.class_of(call):
-                pass
-            else:
-                continue
-            argument = arg_value(use, 0, "inputs")
-            if argument is not None:
-                found.append(argument)
+        for use in uses:
+            lookup = self.index.parent_of(use)
+            if isinstance(lookup, cst.Call) and lookup.func is use:
+                argument = arg_value(lookup, 0, "inputs")
+                if argument is not None:
+                    found.append(argument)
         return found
 
     def _range_of_ids(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -580,7 +581,7 @@ class TensorCoreSites:
         if isinstance(expr, cst.Name):
             values = self.facts.bindings.values_visible(expr, self.index)
             return len(values) == 1 and self._range_of_ids(values[0], depth + 1)
-        if isinstance(expr, cst.Attribute) and _is_self(expr.value):
+        if isinstance(expr, cst.Attribute) and is_self(expr.value):
             classdef = self.index.class_of(expr)
             bound = self.facts.analysis(ModelGraph).attribute_bindings(classdef, expr.attr.value) if classdef else []
             return len(bound) == 1 and self._range_of_ids(bound[0][1], depth + 1)
@@ -760,7 +761,3 @@ def _einsum_kernel_output_positions(equation: str) -> tuple[int, list[int]] | No
 
 # Ops that keep what a tensor of ids holds (its values), only its shape or dtype changes.
 _SHAPING = frozenset({"tile", "expand_dims", "broadcast_to", "repeat", "reshape", "cast", "identity", "squeeze"})
-
-
-def _is_self(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "self"

@@ -70,11 +70,15 @@ KERAS3_ONLY_PREFIXES = (
 )
 
 
+_KERAS3_ONLY_NAME = re.compile(r"(?:%s)(?:\.|$)" % "|".join(re.escape(p) for p in KERAS3_ONLY_PREFIXES))
+
+
 def keras3_only_name(used_names: set[str]) -> str | None:
     """The first (sorted) name used that only Keras 3 has (`keras.src.legacy...`, not
     Keras 2's `keras.src.legacy_tf_layers`)."""
-    return next((n for n in sorted(used_names)
-                 if any(n == p or n.startswith(p + ".") for p in KERAS3_ONLY_PREFIXES)), None)
+    return min((n for n in used_names if _KERAS3_ONLY_NAME.match(n)), default=None)
+
+
 _PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements.txt")
 # Top-level names only TF 1.x has (TF 2 keeps them under tf.compat.v1): a file that uses
 # them runs on TensorFlow 1.x.
@@ -497,9 +501,9 @@ def _dockerfiles(root: str) -> list[str]:
 
 
 @lru_cache(maxsize=1024)
-def _dockerfile_images(root: str) -> tuple[tuple[str, str], ...]:
-    """(Dockerfile, image) for each `FROM` of a folder's Dockerfiles, with their
-    `ARG`/`ENV` values substituted, and ("Dockerfile", "pip:X.Y") for a `pip install
+def _dockerfile_images(root: str) -> tuple[tuple[str, str | None, tuple[int, int] | None], ...]:
+    """(Dockerfile, image, None) for each `FROM` of a folder's Dockerfiles, with their
+    `ARG`/`ENV` values substituted, and (Dockerfile, None, (X, Y)) for a `pip install
     tensorflow==X.Y` in one whose images name no TensorFlow."""
     found = []
     for name in _dockerfiles(root):
@@ -511,11 +515,11 @@ def _dockerfile_images(root: str) -> tuple[tuple[str, str], ...]:
         arguments = {name: value.strip("'\"") for name, value in _ARG.findall(text)}
         substitute = lambda t: re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), t)  # noqa: E731
         images = [substitute(image) for image in _FROM.findall(text)]
-        found += [(name, image) for image in images]
+        found += [(name, image, None) for image in images]
         installed = _PIP_TENSORFLOW.search(substitute(text))
         if installed and not any(_image_target(image) for image in images):
             # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
-            found.append((name, f"pip:{installed.group(1)}.{installed.group(2)}"))
+            found.append((name, None, (int(installed.group(1)), int(installed.group(2)))))
     return tuple(found)
 
 
@@ -526,12 +530,11 @@ def container_target(root: str | None) -> Target | None:
     if root is None:
         return None
     versions, said, seen = [], [], set()
-    for name, image in _dockerfile_images(root):
+    for name, image, installed in _dockerfile_images(root):
         if name in seen:
             continue
-        if image.startswith("pip:"):
-            major, minor = image[4:].split(".")
-            version, what = (int(major), int(minor)), f"{name} installs tensorflow {major}.{minor}"
+        if image is None:
+            version, what = installed, f"{name} installs tensorflow {installed[0]}.{installed[1]}"
         else:
             version, what = _image_target(image), f"{name} builds on {image}"
         if version is None:
@@ -545,7 +548,9 @@ def container_target(root: str | None) -> Target | None:
 
 
 def _ngc_image(root: str) -> str | None:
-    for name, image in _dockerfile_images(root):
+    for name, image, _ in _dockerfile_images(root):
+        if image is None:
+            continue
         repository = image.partition(":")[0]
         if repository.endswith("nvidia/tensorflow") or "nvidia/merlin/merlin-tensorflow" in repository:
             return f"{name} builds on {image}"

@@ -515,17 +515,24 @@ class TrainingLoops:
         return None
 
     # -- steps ------------------------------------------------------------------------
+    def _gradient_call(self, call: cst.Call) -> tuple[str, cst.BaseExpression | None, cst.With | None] | None:
+        """(kind, target, tape) of `tape.gradient(target, ...)` on a recorded tape or
+        `tf.gradients(ys, ...)`; None for any other call."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "gradient" and isinstance(func.value, cst.Name):
+            tape = self.tape_of(func.value)
+            return ("tape", arg_value(call, 0, "target"), tape) if tape is not None else None
+        if self.facts.names.qualified(func) in TF_GRADIENTS:
+            return "tf.gradients", arg_value(call, 0, "ys"), None
+        return None
+
     def _collect_steps(self) -> None:
-        names = self.facts.names
         for call in self.index.nodes(cst.Call):
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "gradient" and isinstance(func.value, cst.Name):
-                tape = self.tape_of(func.value)
-                if tape is None:
-                    continue
-                step = GradientStep(call, "tape", self.scope_of(call), arg_value(call, 0, "target"), tape)
-            elif names.qualified(func) in TF_GRADIENTS:
-                step = GradientStep(call, "tf.gradients", self.scope_of(call), arg_value(call, 0, "ys"))
+            gradient = self._gradient_call(call)
+            if gradient is not None:
+                kind, target, tape = gradient
+                step = GradientStep(call, kind, self.scope_of(call), target, tape)
             elif isinstance(func, cst.Attribute) and func.attr.value == "minimize":
                 info = self.optimizer(func.value, call)
                 if info.origin == "unknown":
@@ -749,17 +756,8 @@ class TrainingLoops:
         """`expr` takes a gradient (`tape.gradient`, `tf.gradients`) of a target that
         mentions `names`."""
         for node in _subtree(expr):
-            if not isinstance(node, cst.Call):
-                continue
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "gradient" and isinstance(func.value, cst.Name) \
-                    and self.tape_of(func.value) is not None:
-                target = arg_value(node, 0, "target")
-            elif self.facts.names.qualified(func) in TF_GRADIENTS:
-                target = arg_value(node, 0, "ys")
-            else:
-                continue
-            if target is not None and self._mentions(target, names):
+            gradient = self._gradient_call(node) if isinstance(node, cst.Call) else None
+            if gradient is not None and gradient[1] is not None and self._mentions(gradient[1], names):
                 return True
         return False
 

@@ -380,16 +380,16 @@ class ProjectIndex:
         it (`mplint.project.layer_builders`; module-level code there ran at import)."""
         if any(not self.is_test(m) for m in self.importers_of(module)):
             return True
-        return any(self._builds_layers_in_functions(name) for name in sorted(self._imported_by({module})))
+        own = frozenset(name.split(".")[0] for name in self.path_of)  # the project's top-level names
+        return any(self._builds_layers_in_functions(name, own) for name in sorted(self._imported_by({module})))
 
-    def _builds_layers_in_functions(self, module: str) -> bool:
+    def _builds_layers_in_functions(self, module: str, own: frozenset[str]) -> bool:
         found = self._layer_builders.get(module)
         if found is None:
             from mplint.project.layer_builders import builds_layers_in_functions
 
             path = self.path_of.get(module)
             text = self.text(path) if path is not None else None
-            own = frozenset(name.split(".")[0] for name in self.path_of)
             found = text is None or builds_layers_in_functions(text, own)
             self._layer_builders[module] = found
         return found
