@@ -180,3 +180,31 @@ def test_a_float16_global_policy_that_no_layer_is_built_under_is_latent(cli, tmp
     write(tmp_path / "train.py", HALF_SCRIPT + "model = tf.keras.Sequential([tf.keras.layers.Dense(4)])\nmodel.fit(x, y)\n")
     (finding,) = json.loads(cli(args, cwd=tmp_path).stdout)
     assert ("layers built under it", "proved") in [(p["value"], p["status"]) for p in finding["premises"]]
+
+
+def test_a_helper_that_sets_the_policy_only_when_asked_follows_its_callers_argument_across_runs(cli, tmp_path):
+    # tools.py sets the policy only `if fp16:`; the script's argument (or the helper's
+    # default) decides, and the kept summaries follow an edit of either side.
+    helper = ("import tensorflow as tf\n"
+              "def setup(fp16=True):\n"
+              "    if fp16:\n"
+              "        tf.keras.mixed_precision.set_global_policy('mixed_float16')\n")
+    script = ("import tensorflow as tf\n"
+              "from tools import setup\n"
+              "setup({args})\n"
+              "model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(10, activation='softmax')])\n"
+              "model.compile(loss='mse')\n")
+    write(tmp_path / "tools.py", helper)
+
+    def codes(args: str) -> list[str]:
+        write(tmp_path / "train.py", script.format(args=args))
+        result = cli(["--output-format", "json", "--select", "MP101", "train.py"], cwd=tmp_path)
+        return [f["code"] for f in json.loads(result.stdout)]
+
+    assert codes("fp16=False") == []
+    assert codes("False") == []
+    assert codes("fp16=True") == ["MP101"]
+    assert codes("") == ["MP101"]  # the default
+    write(tmp_path / "tools.py", helper.replace("fp16=True", "fp16=False"))
+    assert codes("") == []
+    assert codes("fp16=FLAGS.fp16") == ["MP101"]  # not known: the setting may run

@@ -44,6 +44,10 @@ class FunctionFlow:
     owner: str | None = None  # "method": the class whose instances run it
     effect: frozenset = frozenset({ENTRY})  # what it leaves for a test it sets up
     defined: Site | None = None  # "nested": where it is defined
+    # Parameters whose truth decides whether a setting of it runs (`if fp16:`): name ->
+    # (position among positional arguments or None, default's truth or None, its effect
+    # when the parameter is false, when true).
+    conditions: dict[str, tuple] = field(default_factory=dict)
 
 
 @dataclass

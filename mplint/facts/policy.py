@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, has_star_args, string_value
+from mplint.facts.policy_flow import constant_truth
 
 if TYPE_CHECKING:
     from mplint.facts.policy_flow import PolicyFlow
@@ -167,24 +168,11 @@ def _in_dead_branch(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
             in_body = index.contains(ancestor.body, child) or ancestor.body is child
             in_else = ancestor.orelse is not None and (ancestor.orelse is child or index.contains(ancestor.orelse, child))
             if in_body or in_else:
-                truth = _constant_truth(facts, ancestor.test)
+                truth = constant_truth(facts, ancestor.test)
                 if truth is not None and truth != in_body:
                     return True
         child = ancestor
     return False
-
-
-def _constant_truth(facts: "ModuleFacts", test: cst.BaseExpression) -> bool | None:
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _constant_truth(facts, test.expression)
-        return None if inner is None else not inner
-    if not isinstance(test, cst.Name):
-        return None
-    value = facts.values.resolve(test)
-    if value is None or not value.sources or not all(s.via == "literal" or s.via.startswith("constant ")
-                                                       for s in value.sources):
-        return None
-    return bool(value.value) if isinstance(value.value, (bool, int, type(None))) else None
 
 
 class PolicyFacts:

@@ -29,15 +29,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import libcst as cst
 
 from mplint.analysis.calls import arg_value
+from mplint.analysis.guards import guard_of
 from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlow, solve, substitute
 
 if TYPE_CHECKING:
     from mplint.facts.call_graph import CallGraph
+
+# (parameter, its position among positional arguments, its default's truth) -> the truth
+# a call gives it, or None.
+TruthOf = Callable[[str, "int | None", "bool | None"], "bool | None"]
 
 # ModuleFacts (mplint.facts.module) and PolicyFacts (mplint.facts.policy) build this fact
 # and hand themselves in: their types are named, not imported, so that the imports run
@@ -46,6 +51,9 @@ ModuleFacts = Any
 PolicyFacts = Any
 
 # Statements whose blocks run only sometimes (or several times).
+# Parameters taken to be true or false (`setup(fp16=False)`): (name, truth), sorted.
+Assumption = tuple[tuple[str, bool], ...]
+
 _CONDITIONAL_PARENTS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler,
                         cst.Finally, cst.MatchCase)
 _GETTERS = ("global_policy", "dtype_policy")
@@ -67,6 +75,22 @@ def _imported_module_names(node: cst.Import | cst.ImportFrom) -> list[str]:
     return found
 
 
+def constant_truth(facts: "ModuleFacts", test: cst.BaseExpression) -> bool | None:
+    """The truth of a test whose value is written in the code: `False`, `0`, `not True`,
+    or a name bound only to such literals or module constants (not a flag, not a
+    parameter); None otherwise."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = constant_truth(facts, test.expression)
+        return None if inner is None else not inner
+    if not isinstance(test, (cst.Name, cst.Integer)):
+        return None
+    value = facts.values.resolve(test)
+    if value is None or not value.sources or not all(s.via == "literal" or s.via.startswith("constant ")
+                                                       for s in value.sources):
+        return None
+    return bool(value.value) if isinstance(value.value, (bool, int, type(None))) else None
+
+
 def _is_main_test(test: cst.BaseExpression) -> bool:
     """`__name__ == "__main__"` (either way round)."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
@@ -77,6 +101,29 @@ def _is_main_test(test: cst.BaseExpression) -> bool:
     names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
     strings = [s for s in sides if isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__"]
     return len(names) == 1 and len(strings) == 1
+
+
+def _all_params(function: cst.FunctionDef) -> list[cst.Param]:
+    params = function.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+def _bound_names(node: cst.CSTNode) -> list[cst.Name]:
+    """The plain names a statement part binds (`x = ...`, `x += ...`, `a, x = ...`,
+    `for x in`, `(x := ...)`)."""
+    if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+        return _names_in_target(node.target)
+    return []
+
+
+def _names_in_target(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names_in_target(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in_target(target.value)
+    return []
 
 
 @dataclass(frozen=True)
@@ -100,7 +147,9 @@ class PolicyFlow:
         self._events: dict[int, list[_Event]] = {}  # scope -> events in source order
         self._withs: dict[int, list[tuple[cst.With, frozenset[str]]]] = {}
         self._symbolic: dict[int, frozenset[str]] = {}
-        self._exits: dict[int, frozenset[str] | None] = {}
+        self._exits: dict[tuple[int, Assumption], frozenset[str] | None] = {}
+        self._guards: dict[int, dict[str, tuple[int | None, bool | None]]] = {}
+        self._rebinds: dict[int, set[str]] = {}
         self._paths_cache: dict[int, tuple[frozenset[int], dict[int, int]]] = {}
         self._outgoing: list[tuple[cst.Call, str]] = []  # calls of other project modules' functions
         self._collect()
@@ -160,6 +209,9 @@ class PolicyFlow:
         graph = self.graph
         entry = graph.entry(function)
         flow = FunctionFlow(entry.kind, self._sites(graph.sites_of(function)), effect=self._setup_effect(function))
+        for param, (position, default) in self.parameter_guards(function).items():
+            flow.conditions[param] = (position, default, self.exit_of(function, ((param, False),)),
+                                      self.exit_of(function, ((param, True),)))
         if entry.kind == "test":
             flow.setup = tuple(graph.key_of(s) for s in entry.setup)
         elif entry.kind == "method" and entry.classdef is not None:
@@ -193,7 +245,7 @@ class PolicyFlow:
                 if callee is None:
                     continue
                 self._outgoing.append((call, callee))
-                effect = self.project.exit_of(callee)
+                effect = self.project.exit_of(callee, self._truth_at(call))
                 if effect is not None and effect != frozenset({ENTRY}):
                     self._add(_Event(call, "call", exit=effect))
         if self.project is not None:
@@ -275,14 +327,15 @@ class PolicyFlow:
             self._symbolic[key] = found
         return found
 
-    def exit_of(self, scope: cst.CSTNode) -> frozenset[str]:
-        """The symbolic state at the end of a function (or the module)."""
-        key = id(scope)
+    def exit_of(self, scope: cst.CSTNode, assume: Assumption = ()) -> frozenset[str]:
+        """The symbolic state at the end of a function (or the module); with `assume`,
+        when the function's parameters named there have that truth."""
+        key = (id(scope), assume)
         if key in self._exits:
             found = self._exits[key]
             return found if found is not None else frozenset({ENTRY})  # recursion: no effect assumed
         self._exits[key] = None
-        result = self._state_before(None, scope)
+        result = self._state_before(None, scope, assume)
         self._exits[key] = result
         return result
 
@@ -307,7 +360,7 @@ class PolicyFlow:
                 return True
         return False
 
-    def _state_before(self, node: cst.CSTNode | None, scope: cst.CSTNode) -> frozenset[str]:
+    def _state_before(self, node: cst.CSTNode | None, scope: cst.CSTNode, assume: Assumption = ()) -> frozenset[str]:
         index = self.index
         events = self._events.get(id(scope), [])
         base = frozenset({ENTRY})
@@ -331,6 +384,9 @@ class PolicyFlow:
                 continue
             if node is not None and self._exclusive(event.node, node, scope):
                 continue
+            if assume and any(dict(assume).get(param, truth) != truth
+                              for param, truth in self._parameter_conditions(event.node, scope)):
+                continue  # `if fp16:` in a call that passes `fp16=False`
             contribution, certain = self._effect(event)
             result |= contribution
             if certain and self._paths(event.node, scope)[0] <= here:
@@ -347,7 +403,8 @@ class PolicyFlow:
         if event.exit is not None:
             exits = event.exit
         else:
-            exits = frozenset().union(*(self.exit_of(f) for f in event.callees))
+            truth_of = self._truth_at(event.node)
+            exits = frozenset().union(*(self._call_exit(f, truth_of) for f in event.callees))
         return exits - {ENTRY}, ENTRY not in exits
 
     def _exclusive(self, event_node: cst.CSTNode, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
@@ -406,6 +463,84 @@ class PolicyFlow:
         for node in self.index.descendants(function):
             if isinstance(node, cst.Yield) and self.scope_of(node) is function:
                 return self.symbolic_at(node)
+        return self.exit_of(function)
+
+    # -- settings a parameter guards ------------------------------------------------------
+    def parameter_guards(self, function: cst.FunctionDef) -> dict[str, tuple[int | None, bool | None]]:
+        """The parameters whose truth alone decides whether one of `function`'s policy
+        settings runs (`def setup(fp16=True): if fp16: set_global_policy(...)`), with their
+        position among the positional arguments of a call (None: keyword only) and the
+        truth of their constant default (None: none)."""
+        found = self._guards.get(id(function))
+        if found is None:
+            found = self._guards[id(function)] = {}
+            params = self._positional_params(function)
+            for event in self._events.get(id(function), ()):
+                for param, _ in self._parameter_conditions(event.node, function):
+                    if param not in found:
+                        default = next(p.default for p in _all_params(function) if p.name.value == param)
+                        found[param] = (params.index(param) if param in params else None,
+                                        constant_truth(self.facts, default) if default is not None else None)
+        return found
+
+    def _parameter_conditions(self, node: cst.CSTNode, scope: cst.CSTNode) -> list[tuple[str, bool]]:
+        """The `if param:` / `if not param:` tests on `scope`'s own parameters (never
+        rebound in it) that `node` runs under: (parameter, the truth it needs)."""
+        if not isinstance(scope, cst.FunctionDef):
+            return []
+        names = {p.name.value for p in _all_params(scope)}
+        found = []
+        for test, negated in guard_of(self.index, node):
+            needed = not negated
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, needed = test.expression, negated
+            if isinstance(test, cst.Name) and test.value in names and test.value not in self._rebound(scope):
+                found.append((test.value, needed))
+        return found
+
+    def _rebound(self, function: cst.FunctionDef) -> set[str]:
+        found = self._rebinds.get(id(function))
+        if found is None:
+            found = self._rebinds[id(function)] = {
+                target.value for node in self.index.descendants(function) for target in _bound_names(node)}
+        return found
+
+    def _positional_params(self, function: cst.FunctionDef) -> list[str]:
+        """The names a call's positional arguments bind, in order (a method's `self` or
+        `cls` is bound by the call's object)."""
+        names = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        parent = next((a for a in self.index.ancestors(function) if not isinstance(a, cst.BaseSuite)), None)
+        static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+                     for d in function.decorators)
+        return names[1:] if isinstance(parent, cst.ClassDef) and not static else names
+
+    def _truth_at(self, call: cst.CSTNode) -> "TruthOf":
+        """How `call` sets a parameter: the truth of its constant argument, else of the
+        parameter's default where it passes none; None where that is not known."""
+        def truth_of(param: str, position: int | None, default: bool | None) -> bool | None:
+            if not isinstance(call, cst.Call):
+                return None
+            positional = 0
+            for arg in call.args:
+                if arg.star:
+                    return None  # `*args` / `**kwargs` may pass it
+                if arg.keyword is not None:
+                    if arg.keyword.value == param:
+                        return constant_truth(self.facts, arg.value)
+                elif positional == position:
+                    return constant_truth(self.facts, arg.value)
+                else:
+                    positional += 1
+            return default
+        return truth_of
+
+    def _call_exit(self, function: cst.FunctionDef, truth_of: "TruthOf") -> frozenset[str]:
+        """The effect of a call of one of the module's functions, under the arguments it
+        passes to a parameter that guards a setting."""
+        for param, (position, default) in sorted(self.parameter_guards(function).items()):
+            truth = truth_of(param, position, default)
+            if truth is not None:
+                return self.exit_of(function, ((param, truth),))
         return self.exit_of(function)
 
     # -- entries ---------------------------------------------------------------------

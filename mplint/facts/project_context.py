@@ -8,10 +8,13 @@ known". `mplint.project.index` implements it from the summaries of the other mod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mplint.facts.entries import External
 from mplint.facts.target import Target
+
+if TYPE_CHECKING:
+    from mplint.facts.policy_flow import TruthOf
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,10 @@ class ProjectContext(Protocol):
         """A project name that re-exports a framework name (`pkg.utils.keras` ->
         `tensorflow.keras`), or None."""
 
-    def exit_of(self, callee: str) -> frozenset | None:
-        """The symbolic policy state at the end of a project function (its effect)."""
+    def exit_of(self, callee: str, truth_of: "TruthOf | None" = None) -> frozenset | None:
+        """The symbolic policy state at the end of a project function (its effect); with
+        `truth_of`, under what the call gives the parameters that guard its settings
+        (`setup(fp16=False)` where the callee sets the policy only `if fp16:`)."""
 
     def import_effect(self, module: str) -> frozenset | None:
         """The effect on the policy of importing a project module (its top-level code),

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from mplint.facts.module import ModuleFacts
 
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 _LITERALS = (int, float, str, bool, type(None))
 
 
@@ -109,6 +109,8 @@ def flow_to_json(flow: ModuleFlow) -> dict[str, Any]:
                 "owner": f.owner,
                 "effect": _state(f.effect),
                 "defined": [f.defined[0], _state(f.defined[1])] if f.defined else None,
+                "conditions": {p: [pos, default, _state(no), _state(yes)]
+                               for p, (pos, default, no, yes) in f.conditions.items()},
             }
             for key, f in flow.functions.items()
         },
@@ -129,6 +131,7 @@ def flow_from_json(data: dict[str, Any]) -> ModuleFlow:
                 f["owner"],
                 frozenset(f["effect"]),
                 (f["defined"][0], frozenset(f["defined"][1])) if f["defined"] else None,
+                {p: (pos, default, frozenset(no), frozenset(yes)) for p, (pos, default, no, yes) in f["conditions"].items()},
             )
             for key, f in data["functions"].items()
         },

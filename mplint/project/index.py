@@ -710,6 +710,13 @@ class ProjectIndex:
         for callee, effect in deps.get("exits", {}).items():
             if callee.startswith("import "):
                 found = self.import_effect(module, callee[len("import "):])
+            elif callee.startswith("guards "):
+                if [list(g) for g in self.guards_of(callee[len("guards "):])] != effect:
+                    return False
+                continue
+            elif callee.startswith("when "):
+                _, param, truth, name = callee.split(" ", 3)
+                found = self.exit_of(name, (param, truth == "1"))
             else:
                 found = self.exit_of(callee)
             if (sorted(found) if found is not None else None) != effect:
@@ -760,15 +767,32 @@ class ProjectIndex:
         flow = self._flow(name)
         return flow.exit if flow is not None else None
 
-    def exit_of(self, callee: str) -> frozenset | None:
-        """The effect of calling a project function: the symbolic state at its end."""
+    def exit_of(self, callee: str, when: tuple[str, bool] | None = None) -> frozenset | None:
+        """The effect of calling a project function: the symbolic state at its end; with
+        `when` (parameter, truth), where the call gives that parameter that truth."""
+        function = self._function_flow(callee)
+        if function is None:
+            return None
+        if when is not None and when[0] in function.conditions:
+            return function.conditions[when[0]][3 if when[1] else 2]
+        return function.effect
+
+    def guards_of(self, callee: str) -> list[tuple[str, int | None, bool | None]]:
+        """The parameters of a project function that guard its policy settings:
+        (name, position among positional arguments, default's truth)."""
+        function = self._function_flow(callee)
+        if function is None:
+            return []
+        return sorted((param, c[0], c[1]) for param, c in function.conditions.items())
+
+    def _function_flow(self, callee: str):
         found = self.definition(callee)
         if found is None or found[2] != "function" or found[0] not in self.policy_modules:
             return None
         flow = self._flow(found[0])
         if flow is None or found[1] not in flow.functions:
             return None
-        return flow.functions[found[1]].effect
+        return flow.functions[found[1]]
 
     def unsolved(self) -> bool:
         """Whether a module that sets a policy (tests aside) has no summary stored for
@@ -1214,10 +1238,21 @@ class ModuleContext:
             self.deps["exits"]["import " + module] = sorted(found) if found is not None else None
         return found
 
-    def exit_of(self, callee: str) -> frozenset | None:
+    def exit_of(self, callee: str, truth_of=None) -> frozenset | None:
         found = self.index.exit_of(callee)
+        key = callee
+        if found is not None and truth_of is not None:
+            guards = self.index.guards_of(callee)
+            if self._record:
+                self.deps["exits"]["guards " + callee] = [list(g) for g in guards]
+            for param, position, default in guards:
+                truth = truth_of(param, position, default)
+                if truth is not None:
+                    found = self.index.exit_of(callee, (param, truth))
+                    key = f"when {param} {int(truth)} {callee}"
+                    break
         if self._record:
-            self.deps["exits"][callee] = sorted(found) if found is not None else None
+            self.deps["exits"][key] = sorted(found) if found is not None else None
         return found
 
     def external_flow(self) -> External | None:
