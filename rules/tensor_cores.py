@@ -35,7 +35,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value
 from mplint.analysis.values import Source, Value, literal_number
-from mplint.core.diagnostics import FixAvailability, Severity
+from mplint.core.diagnostics import ROLE, FixAvailability, Premise, Severity, Status
 from mplint.catalogue.rule import FixPlan, Replace, Rule
 from mplint.core.textpos import LineIndex
 
@@ -71,6 +71,7 @@ class _Pending:
     shared_with: cst.Call | None = None  # the output layer that shares the value
     note: str = ""
     code: str = ""
+    premises: tuple[Premise, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class TensorCoreFinding:
     message: str
     fix: FixPlan | None
     detail: str = ""
+    premises: tuple[Premise, ...] = ()
 
 
 def round_up(value: int, multiple: int) -> int:
@@ -177,7 +179,28 @@ class TensorCoreFindings:
             policy = self.facts.policy
             candidates.extend((site, MP303, "") for site in sites.batch_sites if policy.global_float16_at(site.call))
         pending = [p for p in (self._pending(s, c, n, output_literals) for s, c, n in candidates) if p is not None]
+        for item in pending:
+            if item.site.code == MP304 and item.site.label == "input_dim":
+                item.premises = (self._vocabulary_premise(item.site),)
         self._emit(pending)
+
+    def _vocabulary_premise(self, embedding: SizeSite) -> Premise:
+        """That the vocabulary is the width of a matmul: a lookup is a gather, so an
+        embedding's `input_dim` costs Tensor Core work only where a layer projects onto
+        the vocabulary (a layer of the same size, from the same value) or the table's
+        weights are read (tied to an output projection)."""
+        literals = {id(s.literal) for s in embedding.value.sources}
+        for site in self.sites.layer_sites:
+            if site.code == MP304 and site.label == "input_dim":
+                continue
+            if site.value.value == embedding.value.value or any(id(s.literal) in literals for s in site.value.sources):
+                return Premise(ROLE, "the vocabulary is a matmul's width", Status.PROVED,
+                               f"a `{_layer_name(site)}` of this module has the vocabulary's size")
+        if any(a.attr.value == "embeddings" for a in self.facts.index.nodes(cst.Attribute)):
+            return Premise(ROLE, "the vocabulary is a matmul's width", Status.PROVED,
+                           "the module reads an embedding table's weights (`.embeddings`: tied to a projection)")
+        return Premise(ROLE, "the vocabulary is a matmul's width", Status.ASSUMED,
+                       "no layer of this module projects onto the vocabulary, and a lookup is a gather, not a matmul")
 
     @staticmethod
     def _vocabulary_sized(site: SizeSite, literals: set[int], values: set[object]) -> bool:
@@ -227,7 +250,7 @@ class TensorCoreFindings:
             rows = rows_of(self.facts, wanted)
         for item in pending:
             message, detail = self._message(item, rows)
-            finding = TensorCoreFinding(item.code, item.site.call, message, self._fix(item), detail)
+            finding = TensorCoreFinding(item.code, item.site.call, message, self._fix(item), detail, item.premises)
             self.by_code.setdefault(item.code, []).append(finding)
 
     @staticmethod
@@ -287,6 +310,12 @@ class TensorCoreFindings:
         )
 
 
+def _layer_name(site: SizeSite) -> str:
+    layer = site.layer if site.layer is not None else site.call
+    func = layer.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "layer"
+
+
 class _TensorCoreRule(Rule):
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES
@@ -298,7 +327,8 @@ class _TensorCoreRule(Rule):
         cpu_only = self.facts.analysis(CpuOnly)
         for finding in findings.by_code.get(self.code, []):
             if not cpu_only.covers(finding.node):  # no GPU, no Tensor Cores to feed
-                self.report(finding.node, finding.message, fix=finding.fix, detail=finding.detail)
+                self.report(finding.node, finding.message, fix=finding.fix, detail=finding.detail,
+                            premises=finding.premises)
 
 
 class UnitsNotMultiple(_TensorCoreRule):
@@ -444,6 +474,12 @@ class EmbeddingSizeNotMultiple(_TensorCoreRule):
     positions or slots, read by a gather rather than a matmul (named like `pos_embed`, or
     looked up with a range of ids: DETR's `query_embed(tf.range(num_queries))`).
 
+    A lookup is a gather, not a matmul: the vocabulary costs Tensor Core work only where
+    something projects onto it. An `input_dim` finding rests on that role, proved where a
+    layer of the module has the vocabulary's size (from the same value) or the module
+    reads a table's weights (`.embeddings`, tied to an output projection); elsewhere it is
+    assumed, and the finding is in the extended tier (`--extended`).
+
     ## Why is this bad?
     The embedding width is the inner dimension of the float16 matmuls that read the
     embeddings, and the vocabulary is the width of the output projection of a language
@@ -456,6 +492,7 @@ class EmbeddingSizeNotMultiple(_TensorCoreRule):
     VOCAB_SIZE = 10001
     tf.keras.mixed_precision.set_global_policy("mixed_float16")
     embed = tf.keras.layers.Embedding(VOCAB_SIZE, 100)
+    logits = tf.keras.layers.Dense(VOCAB_SIZE)
     ```
 
     ## Use instead
@@ -463,6 +500,7 @@ class EmbeddingSizeNotMultiple(_TensorCoreRule):
     VOCAB_SIZE = 10008
     tf.keras.mixed_precision.set_global_policy("mixed_float16")
     embed = tf.keras.layers.Embedding(VOCAB_SIZE, 104)
+    logits = tf.keras.layers.Dense(VOCAB_SIZE)
     ```
 
     ## Fix safety
@@ -475,3 +513,4 @@ class EmbeddingSizeNotMultiple(_TensorCoreRule):
 
     code = MP304
     name = "embedding-size-not-multiple"
+    premises = ("policy", "role")  # role: an input_dim's vocabulary is a matmul's width
