@@ -169,6 +169,11 @@ class GradientStep:
         return None
 
 
+# Statements whose blocks may not run (or run several times).
+_CONDITIONAL_BLOCKS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler, cst.Finally,
+                       cst.MatchCase, cst.FunctionDef, cst.Lambda)
+
+
 @dataclass
 class _Binding:
     statement: cst.CSTNode  # the Assign / AnnAssign
@@ -357,6 +362,8 @@ class TrainingLoops:
                     info = self._evaluate(binding.value, binding, depth + 1)
                     info.label = label
                     info.binding = info.binding or binding.statement
+                    if not self._attribute_agrees(info, usable, depth):
+                        return OptimizerInfo(label, "unknown")
                     return info
                 if attr == "optimizer" and self.is_model_class(owner):
                     return OptimizerInfo(label, "compiled", kind="keras")
@@ -364,6 +371,37 @@ class TrainingLoops:
             if attr == "optimizer" and self._compiled(expr.value.value):
                 return OptimizerInfo(label, "compiled", kind="keras")
         return OptimizerInfo(label, "unknown")
+
+    def _attribute_agrees(self, info: OptimizerInfo, usable: list[_Binding], depth: int) -> bool:
+        """Whether every binding of a `self.` attribute that can be in force gives the same
+        kind of optimizer as the last one (`info`). A binding is overridden by a later one
+        of the same method that always runs after it; bindings of different methods all
+        can be in force (which method ran last depends on the callers): `__init__` wraps
+        the optimizer in a LossScaleOptimizer, `change_params(learning_rate=...)` builds a
+        plain one."""
+        live = [b for i, b in enumerate(usable)
+                if not any(self._overrides(later, b) for later in usable[i + 1:])]
+        if len(live) < 2:
+            return True
+        wanted = (info.origin, info.generation, info.kind)
+        for binding in live[:-1]:
+            other = self._evaluate(binding.value, binding, depth + 1)
+            if (other.origin, other.generation, other.kind) != wanted:
+                return False
+        return True
+
+    def _overrides(self, later: _Binding, earlier: _Binding) -> bool:
+        """Whether `later` always runs after `earlier` in the same function, so that
+        `earlier`'s value is gone once the function ran."""
+        function = self.index.enclosing(later.statement, cst.FunctionDef)
+        if function is None or self.index.enclosing(earlier.statement, cst.FunctionDef) is not function:
+            return False
+        for ancestor in self.index.ancestors(later.statement):
+            if ancestor is function:
+                return self.index.before(earlier.statement, later.statement)
+            if isinstance(ancestor, _CONDITIONAL_BLOCKS):
+                return False
+        return False
 
     def _from_callers(self, name: cst.Name, label: str, depth: int) -> OptimizerInfo | None:
         """A parameter: what every call of its function in the module passes, when they
