@@ -201,5 +201,47 @@ class Float16Arithmetic:
 
 def scales_integers(facts: "ModuleFacts", call: cst.Call) -> bool:
     """`tf.image.convert_image_dtype(image, tf.float16)` multiplies an integer image by
-    1/max in the new dtype: float16 arithmetic in the cast itself."""
-    return facts.qualified(call.func) == "tensorflow.image.convert_image_dtype" and arg_value(call, 0) is not None
+    1/max in the new dtype: float16 arithmetic in the cast itself. A float image is only
+    cast (`tf.image.crop_and_resize` returns float32 whatever it is given)."""
+    if facts.qualified(call.func) != "tensorflow.image.convert_image_dtype":
+        return False
+    image = arg_value(call, 0, "image")
+    return image is not None and not _known_float(facts, image, 0)
+
+
+# Image ops whose result is float32 whatever dtype they are given.
+_FLOAT_RESULTS = frozenset({
+    "tensorflow.image.crop_and_resize", "tensorflow.image.per_image_standardization",
+    "tensorflow.image.rgb_to_grayscale_float", "tensorflow.image.rgb_to_hsv", "tensorflow.image.rgb_to_yuv",
+})
+_FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "half", "double"})
+
+
+def _known_float(facts: "ModuleFacts", expr: cst.BaseExpression, depth: int) -> bool:
+    """Whether `expr` is certainly a floating-point tensor: the result of an op that
+    returns float32 (`crop_and_resize`, `resize` with an interpolating method), a cast or
+    conversion to a float dtype, a true division, or a name whose reaching binding is one."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Name):
+        from mplint.facts.model_graph import ModelGraph
+
+        binding = facts.analysis(ModelGraph).reaching(expr)
+        return binding is not None and binding.value is not None and _known_float(facts, binding.value, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        return isinstance(expr.operator, cst.Divide)
+    if not isinstance(expr, cst.Call):
+        return False
+    qualified = facts.qualified(expr.func) or ""
+    if qualified in _FLOAT_RESULTS:
+        return True
+    if qualified == "tensorflow.image.resize":  # float32 unless the method is nearest-neighbour
+        method = arg_value(expr, 2, "method")
+        return method is None or "nearest" not in facts.module.code_for_node(method).lower()
+    if qualified in ("tensorflow.cast", "tensorflow.image.convert_image_dtype", "tensorflow.dtypes.cast"):
+        dtype = arg_value(expr, 1, "dtype")
+        if dtype is None:
+            return False
+        text = facts.module.code_for_node(dtype).strip("'\"")
+        return text.rsplit(".", 1)[-1] in _FLOAT_DTYPES
+    return False
