@@ -528,6 +528,12 @@ class ModelGraph:
                 return True
             if isinstance(expr.func, cst.Call) and self.local_class_kind(expr.func.func) in ("layer", "model"):
                 return True  # `ReduceMeanLayer(axis=-1)(x)`: a layer class of this module, applied
+            if isinstance(expr.func, cst.Name) and expr.args and not expr.args[0].keyword \
+                    and self.is_symbolic(expr.args[0].value, depth + 1):
+                # `backbone = eval(cfg.model_fn)` / `= efn.EfficientNetB0(...)`, then
+                # `backbone(image)`: an object a call built, applied to a symbolic tensor (a
+                # model or layer of a package this module does not know)
+                return self._bound_only_to_calls(expr.func)
             return False
         if isinstance(expr, (cst.List, cst.Tuple)):
             return any(self.is_symbolic(e.value, depth + 1) for e in expr.elements)
@@ -539,6 +545,14 @@ class ModelGraph:
         if isinstance(expr, cst.Attribute) and expr.attr.value in ("output", "input", "outputs", "inputs"):
             return True
         return False
+
+    def _bound_only_to_calls(self, name: cst.Name) -> bool:
+        """Whether every binding of `name` before this read, in its scope, is the result of
+        a call (`backbone = eval(...)`, then maybe `backbone = add_regularization(backbone)`)."""
+        scope = scope_of(self.facts, name)
+        before = [b for b in self.bindings.in_scope(scope, name.value)
+                  if self.index.before(b.node, name) and not self.index.contains(b.node, name)]
+        return bool(before) and all(isinstance(b.value, cst.Call) for b in before)
 
     def is_model_value(self, expr: cst.BaseExpression | None, depth: int = 0) -> bool:
         """Whether `expr` is (a name bound to) a model construction."""
