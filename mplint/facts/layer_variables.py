@@ -104,12 +104,14 @@ def never_built(facts: "ModuleFacts", call: cst.Call) -> bool:
 def trains_anything(facts: "ModuleFacts") -> bool:
     """Whether the module fits, applies gradients, records a tape, or compiles with an
     optimizer or a loss without predicting or evaluating (a script that compiles and then
-    only predicts or evaluates is an evaluation: old Keras needs `compile` for metrics).
+    only predicts, evaluates or calls the model on data is an evaluation: old Keras needs
+    `compile` for metrics).
     A walk over every call: ask it through `facts.analysis(trains_anything)`, once per
     module, not once per finding."""
     if facts.calls_to(_TAPES):
         return True
-    compiles = inference = False
+    compiled: set[str] = set()  # the names compiled with an optimizer or a loss
+    inference = False
     for call in facts.index.nodes(cst.Call):
         func = call.func
         if not isinstance(func, cst.Attribute):
@@ -118,10 +120,27 @@ def trains_anything(facts: "ModuleFacts") -> bool:
         if method in _TRAINING_METHODS:
             return True
         if method == "compile" and (get_arg(call, 0, "optimizer") is not None or get_arg(call, 1, "loss") is not None):
-            compiles = True
+            compiled.add(facts.module.code_for_node(func.value))
         elif method in _EVALUATION_METHODS:
             inference = True
-    return compiles and not inference
+    if not compiled or inference:
+        return False
+    return not _runs_on_data(facts, compiled)
+
+
+def _runs_on_data(facts: "ModuleFacts", compiled: set[str]) -> bool:
+    """Whether a compiled model is called directly on data (`preds.append(model(batch))`:
+    inference, as `predict` is), not on the symbolic tensors of a model under construction."""
+    from mplint.facts.model_graph import ModelGraph
+
+    graph = None
+    for call in facts.index.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in compiled and call.args:
+            graph = graph or facts.analysis(ModelGraph)
+            if not graph.is_symbolic(call.args[0].value):
+                return True
+    return False
 
 
 _EVALUATION_METHODS = frozenset({"predict", "predict_on_batch", "predict_generator", "evaluate", "evaluate_generator",
