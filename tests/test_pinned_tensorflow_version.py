@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from mplint.facts.target import forget_project_files
 from tests.conftest import write
 
 EXPERIMENTAL = (
@@ -145,3 +146,21 @@ def test_a_policy_name_of_tf_1_14_to_2_0_dates_the_file_before_the_stable_api(cl
     assert findings and {f["severity"] for f in findings} == {"info"}
     assert all(f["fix"] is None for f in findings)
     assert all("this project's TensorFlow (< 2.4)" in f["message"] for f in findings)
+
+
+@pytest.mark.parametrize("script, words", [
+    ("tools/run_tpu.sh", "ctpu up --project=p \\\n --zone=us-central1-b \\\n --tf-version=2.2 \\\n --name=tpu\n"),
+    ("create_tpu.sh", "gcloud compute tpus create tpu --zone=z --accelerator-type=v3-8 --version=2.3.1\n"),
+])
+def test_the_tensorflow_of_the_cloud_tpu_a_script_creates_is_the_projects(cli, tmp_path, script, words):
+    # The code runs on the TPU's TensorFlow: before 2.4 the experimental API is the only one,
+    # so there is nothing to rewrite it to (an info, no fix).
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / script, words)
+    write(tmp_path / "train.py", EXPERIMENTAL)
+    findings = _findings(cli, tmp_path, "MP401")
+    assert findings and {f["severity"] for f in findings} == {"info"}
+    assert all(f["fix"] is None for f in findings)
+    write(tmp_path / script, "# " + words.replace("\n", "\n# "))  # a commented-out command declares nothing
+    forget_project_files()  # one process runs both checks: read the project's files again
+    assert {f["severity"] for f in _findings(cli, tmp_path, "MP401")} == {"error"}

@@ -862,6 +862,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
         except (configparser.Error, UnicodeDecodeError):
             pass
     found += _install_script_lines(root)
+    found += _tpu_runtime_lines(root)
     setup_py = os.path.join(root, "setup.py")
     if run_record.isfile(setup_py):
         try:
@@ -879,6 +880,40 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
 _INSTALL_PIN = re.compile(r"(?<![\w.-])(tensorflow(?:-gpu|-cpu)?|tf-keras|tf_keras|keras)\s*(==|>=|<=|~=|=(?!=)|<|>)\s*(\d[\w.*]*)")
 _CONDA_DEPENDENCIES = re.compile(r"^dependencies\s*:", re.M)
 _INSTALL_LINE = re.compile(r"pip3?\s+install|^\s*-\s|^\s*deps\s*=|^\s+\S", re.M)
+
+
+# A Cloud TPU created with its TensorFlow runtime: `ctpu up --tf-version=2.2`, `gcloud compute
+# tpus create NAME --version=2.3.1`, `gcloud compute tpus tpu-vm create NAME --version=tpu-vm-tf-2.8.0`.
+_TPU_CREATE = re.compile(r"\bctpu\s+up\b|\bgcloud\b[^\n]*\btpus\b[^\n]*\bcreate\b")
+_TPU_VERSION = re.compile(r"--(?:tf-version|version|runtime-version)[= ]+['\"]?(?:tpu-vm-tf-)?(\d+)\.(\d+)(?:\.(\d+))?")
+_SCRIPT_FOLDERS = ("tools", "scripts", "bin")
+
+
+def _tpu_runtime_lines(root: str) -> list[tuple[str, str]]:
+    """The TensorFlow of the Cloud TPUs a project's shell scripts create (at the root, or in
+    `tools/`, `scripts/`, `bin/`): the code runs on that TensorFlow."""
+    paths = [os.path.join(root, n) for n in sorted(os.listdir(root)) if n.endswith(".sh")]
+    for folder in _SCRIPT_FOLDERS:
+        path = os.path.join(root, folder)
+        if run_record.isdir(path):
+            paths += [os.path.join(path, n) for n in sorted(os.listdir(path)) if n.endswith(".sh")]
+    found = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(200_000)
+        except OSError:
+            continue
+        if "tpu" not in text:
+            continue
+        for command in re.sub(r"\\\n", " ", text).splitlines():  # continuation lines joined
+            if command.lstrip().startswith("#") or not _TPU_CREATE.search(command):
+                continue
+            version = _TPU_VERSION.search(command)
+            if version is not None:
+                pin = f"{version.group(1)}.{version.group(2)}" + (f".{version.group(3)}" if version.group(3) else ".*")
+                found.append((f"tensorflow=={pin}", os.path.relpath(path, root)))
+    return found
 
 
 def _install_script_lines(root: str) -> list[tuple[str, str]]:
