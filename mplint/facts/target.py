@@ -898,12 +898,7 @@ def _tpu_runtime_lines(root: str) -> list[tuple[str, str]]:
         if run_record.isdir(path):
             paths += [os.path.join(path, n) for n in sorted(os.listdir(path)) if n.endswith(".sh")]
     found = []
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(200_000)
-        except OSError:
-            continue
+    for path, text in _script_texts(paths):
         if "tpu" not in text:
             continue
         for command in re.sub(r"\\\n", " ", text).splitlines():  # continuation lines joined
@@ -914,6 +909,16 @@ def _tpu_runtime_lines(root: str) -> list[tuple[str, str]]:
                 pin = f"{version.group(1)}.{version.group(2)}" + (f".{version.group(3)}" if version.group(3) else ".*")
                 found.append((f"tensorflow=={pin}", os.path.relpath(path, root)))
     return found
+
+
+def _script_texts(paths: list[str]) -> Iterator[tuple[str, str]]:
+    """(path, its first 200 kB) of each script that can be read."""
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                yield path, handle.read(200_000)
+        except OSError:
+            continue
 
 
 def _install_script_lines(root: str) -> list[tuple[str, str]]:
@@ -927,12 +932,7 @@ def _install_script_lines(root: str) -> list[tuple[str, str]]:
     if run_record.isdir(workflows):
         paths += [os.path.join(workflows, n) for n in sorted(os.listdir(workflows)) if n.endswith((".yml", ".yaml"))]
     found = []
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(200_000)
-        except OSError:
-            continue
+    for path, text in _script_texts(paths):
         name = os.path.relpath(path, root)
         if os.path.dirname(name) == "" and name.endswith((".yml", ".yaml")) and not _CONDA_DEPENDENCIES.search(text):
             continue  # a root YAML file that is not a conda environment (a config, a CI file of another service)
