@@ -602,18 +602,27 @@ class LossScalingWithBfloat16(Rule):
             changes.append(remove_statement(facts.index, statement))
         else:
             changes.append(Replace(wrapper, inner))
-        # Every use of this optimizer's loss-scaling API goes too.
+        # Every use of this optimizer's loss-scaling API goes too. A call on an optimizer
+        # that cannot be resolved (`ctx.optimizer.get_scaled_loss(...)`) may be this one:
+        # it goes where it names the wrapper's target, else nothing is fixed (unwrapping
+        # would leave a plain optimizer's missing method behind).
+        target = assign.targets[0].target if assign is not None and len(assign.targets) == 1 else None
         for call in loops.method_calls(*SCALE_METHODS, UNSCALE_METHOD):
             receiver = call.func.value  # type: ignore[union-attr]
-            if loops.optimizer(receiver, call).wrapper is not wrapper:
-                continue
+            resolved = loops.optimizer(receiver, call)
+            if resolved.wrapper is not wrapper:
+                if resolved.origin != "unknown":
+                    continue
+                if target is None or not _same_reference(facts, receiver, target):
+                    return None
             argument = arg_value(call, 0, "loss", "grads", "gradients")
             if argument is None:
                 return None
             changes.append(Replace(call, argument))
         for attribute in facts.index.nodes(cst.Attribute):
             if attribute.attr.value in LSO_ATTRIBUTES and isinstance(attribute.value, (cst.Name, cst.Attribute)):
-                if loops.optimizer(attribute.value, attribute).wrapper is wrapper:
+                if loops.optimizer(attribute.value, attribute).wrapper is wrapper or (
+                        target is not None and _same_reference(facts, attribute.value, target)):
                     return None
         return changes
 
