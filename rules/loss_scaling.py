@@ -332,7 +332,10 @@ class GradientOfUnscaledLoss(Rule):
     accumulation, an all-reduce, a return to a public function's callers, another
     optimizer's apply), or a clip with `compile`'s optimizer, gets no fix, and the
     message says which use and what to do. A loop whose loss is not computed inside
-    the tape is reported without a fix.
+    the tape is reported without a fix, and so is one whose optimizer is a
+    LossScaleOptimizer only under a condition the loop does not share (`if args.amp:`
+    around the wrapper, in the loop's function or its caller): calling the loss-scaling
+    API without that condition would raise AttributeError on the path that skips it.
     """
 
     code = "MP202"
@@ -388,10 +391,12 @@ class GradientOfUnscaledLoss(Rule):
                     notes.append(moved_clip_note(inner))
                     unsafe = True  # the optimizer then clips wherever it is used
             condition = unkept_condition(facts, step, generation)
-            if condition is not None and changes:
-                # The optimizer scales only under the condition: the edit must keep it.
-                unsafe = True
-                notes.append(f"the optimizer is a LossScaleOptimizer only if `{condition}`: keep that condition")
+            if condition is not None:
+                # The optimizer scales only under the condition: an edit that calls the
+                # loss-scaling API without it raises on the path that skips it.
+                changes = None
+                notes.append(f"no fix: the optimizer is a LossScaleOptimizer only if `{condition}`: "
+                             "scale the loss under that condition")
             self.report(
                 step.call,
                 f"gradient of the unscaled loss, but `{label}` is a LossScaleOptimizer: {advice}",
@@ -431,7 +436,9 @@ class GradientsNotUnscaled(Rule):
     that scaled the loss, right where the gradients are computed, so whatever reads
     them afterwards (clipping, logging, accumulation) sees the true gradients, as the
     code intends. Loops that divide the gradients themselves are not reported. Under
-    Keras 3 this is MP404's business (there is no `get_scaled_loss`).
+    Keras 3 this is MP404's business (there is no `get_scaled_loss`). Where the loss is
+    scaled only under a condition the apply step does not share (`if amp:`), there is no
+    fix: unscaling unconditionally would raise on the path that skips the scaling.
     """
 
     code = "MP203"
@@ -456,16 +463,19 @@ class GradientsNotUnscaled(Rule):
                 continue  # not a LossScaleOptimizer at all: MP201 reports (and fixes) the loop
             assert scaling.call is not None and isinstance(scaling.call.func, cst.Attribute)
             receiver = code(facts, scaling.call.func.value)
-            from mplint.analysis.guards import guard_not_shared
+            from mplint.analysis.guards import condition_text, guard_not_shared
 
             missing = guard_not_shared(facts.index, scaling.call, step.call)
+            # Scaled only `if amp:`: unscaling unconditionally would raise on the other path.
+            fix = None if missing else self.fix(f"Unscale with `{receiver}.get_unscaled_gradients`",
+                                                unscale_gradients(facts, step, receiver))
             self.report(
                 step.call,
                 f"gradients of the scaled loss reach `{code(facts, step.apply.func)}` without "  # type: ignore[union-attr]
                 f"`{receiver}.get_unscaled_gradients`: Keras 2 applies them multiplied by the loss scale",
-                # Scaled only `if amp:`: unscaling unconditionally would break the other path.
-                fix=self.fix(f"Unscale with `{receiver}.get_unscaled_gradients`", unscale_gradients(facts, step, receiver),
-                             unsafe=bool(missing)),
+                fix=fix,
+                detail=(f"no fix: the loss is scaled only if `{condition_text(facts.module, missing)}`: unscale under "
+                        "that condition") if missing else "",
             )
 
 
