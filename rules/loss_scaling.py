@@ -332,10 +332,12 @@ class GradientOfUnscaledLoss(Rule):
     accumulation, an all-reduce, a return to a public function's callers, another
     optimizer's apply), or a clip with `compile`'s optimizer, gets no fix, and the
     message says which use and what to do. A loop whose loss is not computed inside
-    the tape is reported without a fix, and so is one whose optimizer is a
-    LossScaleOptimizer only under a condition the loop does not share (`if args.amp:`
-    around the wrapper, in the loop's function or its caller): calling the loss-scaling
-    API without that condition would raise AttributeError on the path that skips it.
+    the tape is reported without a fix. Where the optimizer is a LossScaleOptimizer only
+    under a condition the loop does not share (`if args.amp:` around the wrapper, in the
+    loop's function or its caller), the Keras 3 fix is unsafe (every Keras 3 optimizer
+    has `scale_loss`, a plain one returns the loss unchanged, so the edit holds on both
+    paths) and Keras 2 gets no fix: `get_scaled_loss` without that condition would raise
+    AttributeError on the path that skips it.
     """
 
     code = "MP202"
@@ -391,9 +393,16 @@ class GradientOfUnscaledLoss(Rule):
                     notes.append(moved_clip_note(inner))
                     unsafe = True  # the optimizer then clips wherever it is used
             condition = unkept_condition(facts, step, generation)
-            if condition is not None:
-                # The optimizer scales only under the condition: an edit that calls the
-                # loss-scaling API without it raises on the path that skips it.
+            if condition is not None and facts.target.is_keras3:
+                # Every Keras 3 optimizer has `scale_loss` (a plain one returns the loss
+                # as it is): the edit holds on the path that skips the condition too.
+                if changes:
+                    unsafe = True
+                    notes.append(f"the optimizer is a LossScaleOptimizer only if `{condition}`; elsewhere "
+                                 "`scale_loss` of a plain Keras 3 optimizer returns the loss unchanged")
+            elif condition is not None:
+                # Keras 2's `get_scaled_loss` is a LossScaleOptimizer's only: an edit that
+                # calls it without the condition raises on the path that skips it.
                 changes = None
                 notes.append(f"no fix: the optimizer is a LossScaleOptimizer only if `{condition}`: "
                              "scale the loss under that condition")
