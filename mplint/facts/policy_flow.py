@@ -82,13 +82,39 @@ def constant_truth(facts: "ModuleFacts", test: cst.BaseExpression) -> bool | Non
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = constant_truth(facts, test.expression)
         return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _constant_comparison(facts, test.left, test.comparisons[0])
     if not isinstance(test, (cst.Name, cst.Integer)):
         return None
-    value = facts.values.resolve(test)
+    found = _constant(facts, test)
+    return bool(found[0]) if found is not None and isinstance(found[0], (bool, int, type(None))) else None
+
+
+def _constant(facts: "ModuleFacts", expr: cst.BaseExpression) -> tuple[object] | None:
+    """(the value,) of an expression written as a literal or bound only to literals and
+    module constants; None otherwise."""
+    value = facts.values.resolve(expr)
     if value is None or not value.sources or not all(s.via == "literal" or s.via.startswith("constant ")
                                                        for s in value.sources):
         return None
-    return bool(value.value) if isinstance(value.value, (bool, int, type(None))) else None
+    return (value.value,)
+
+
+def _constant_comparison(facts: "ModuleFacts", left: cst.BaseExpression, target: cst.ComparisonTarget) -> bool | None:
+    """`MIXED is True`, `flag == False`, `mode != "fp16"` on constants written in the code."""
+    operator = target.operator
+    if not isinstance(operator, (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)):
+        return None
+    a, b = _constant(facts, left), _constant(facts, target.comparator)
+    if a is None or b is None or not all(isinstance(v[0], (bool, int, float, str, type(None))) for v in (a, b)):
+        return None
+    if isinstance(operator, (cst.Is, cst.IsNot)):
+        if not (isinstance(a[0], (bool, type(None))) and isinstance(b[0], (bool, type(None)))):
+            return None  # `is` on other values is identity, not equality
+        same = a[0] is b[0]
+    else:
+        same = a[0] == b[0]
+    return same if isinstance(operator, (cst.Is, cst.Equal)) else not same
 
 
 def _is_main_test(test: cst.BaseExpression) -> bool:
