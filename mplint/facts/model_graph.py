@@ -891,7 +891,9 @@ class ModelGraph:
 
     def _used_as_part(self, node: cst.CSTNode) -> bool:
         """`node` is an element of a Sequential's layers, an argument of `.add()`, of a
-        layer constructor (a wrapper) or of a model constructor."""
+        layer constructor (a wrapper) or of a model constructor, or of a stack a loop
+        applies one after the other (`down_stack = [downsample(64, 4), ...]`, then
+        `for down in down_stack: x = down(x)`)."""
         for ancestor in self.index.ancestors(node):
             if isinstance(ancestor, cst.Call):
                 func = ancestor.func
@@ -901,8 +903,58 @@ class ModelGraph:
                 if isinstance(func, cst.Attribute) and func.attr.value == "add":
                     return True
                 return False
+            if isinstance(ancestor, cst.Assign):
+                return self._stack_applied_in_a_loop(ancestor, node)
             if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
                 return False
+        return False
+
+    def _loop_item(self, use: cst.Name) -> str | None:
+        """The name a `for` loop binds to the items of the sequence `use` reads: `for b in
+        stack`, `for b in reversed(stack)`, `for i, b in enumerate(stack)`, `for b, s in
+        zip(stack, skips)`; None if `use` is not what a loop iterates."""
+        parent = self.index.parent_of(use)
+        if isinstance(parent, cst.For) and parent.iter is use:
+            return parent.target.value if isinstance(parent.target, cst.Name) else None
+        arg = parent if isinstance(parent, cst.Arg) else None
+        call = self.index.parent_of(arg) if arg is not None else None
+        loop = self.index.parent_of(call) if isinstance(call, cst.Call) else None
+        if not (isinstance(loop, cst.For) and loop.iter is call and isinstance(call.func, cst.Name)):
+            return None
+        position = next(i for i, a in enumerate(call.args) if a is arg)
+        target = loop.target
+        if call.func.value == "reversed" and position == 0:
+            return target.value if isinstance(target, cst.Name) else None
+        index = {"zip": position, "enumerate": 1 if position == 0 else None}.get(call.func.value)
+        if index is None or not isinstance(target, (cst.Tuple, cst.List)) or index >= len(target.elements):
+            return None
+        element = target.elements[index].value
+        return element.value if isinstance(element, cst.Name) else None
+
+    def _stack_applied_in_a_loop(self, assign: cst.Assign, element: cst.CSTNode) -> bool:
+        """`stack = [a, b, ...]` (`element` one of them), and a loop over `stack` whose
+        body rebinds a value to each item applied to it (`x = block(x)`): the items are
+        stages of one model, not models of their own (an ensemble collects its outputs
+        instead)."""
+        value = assign.value
+        if not isinstance(value, (cst.List, cst.Tuple)) or not any(e.value is element for e in value.elements):
+            return False
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            return False
+        name = assign.targets[0].target.value
+        scope = scope_of(self.facts, assign)
+        for use in self.name_loads(scope, name):
+            item = self._loop_item(use)
+            if item is None:
+                continue
+            loop = next(a for a in self.index.ancestors(use) if isinstance(a, cst.For))
+            for node in self.index.descendants(loop.body):
+                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                        and isinstance(node.value.func, cst.Name) and node.value.func.value == item \
+                        and node.value.args and isinstance(node.value.args[0].value, cst.Name) \
+                        and any(isinstance(t.target, cst.Name) and t.target.value == node.value.args[0].value.value
+                                for t in node.targets):
+                    return True
         return False
 
     def _class_is_component(self, classdef: cst.ClassDef) -> bool:
