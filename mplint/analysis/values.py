@@ -435,7 +435,10 @@ class ValueResolver:
             return []  # no parameter, or several: the combinations are not followed
         function, param = reads[0][1]
         candidates: list[Value] = []
+        ruled_out = self._sites_that_skip(node, function)
         for site, argument in self.arguments(function, param):
+            if id(site) in ruled_out:
+                continue  # `conv2d(x, 3, relu=False)` never reaches the `if relu:` branch
             for inner in self.resolve_cases(argument, depth + 1):
                 label = f"argument `{param.name.value}` of `{function.name.value}(...)`"
                 candidates.append(Value(inner.value, tuple(
@@ -462,6 +465,29 @@ class ValueResolver:
             if found is not None:
                 cases.append(found)
         return cases
+
+    def _sites_that_skip(self, node: cst.CSTNode, function: cst.FunctionDef) -> set[int]:
+        """The calls of `function` whose constant arguments say `node` never runs: it sits
+        under `if flag:` (or `else:`, `if not flag:`) on a parameter `flag` of the function
+        that the function never rebinds, and the call gives `flag` the other truth."""
+        from mplint.analysis.guards import guard_of
+
+        skipped: set[int] = set()
+        for test, negated in guard_of(self.index, node):
+            needed = not negated
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, needed = test.expression, negated
+            if not isinstance(test, cst.Name):
+                continue
+            flag = _parameter(function, test.value)
+            if flag is None or flag.star or self.bindings.is_bound(function, test.value):
+                continue
+            for site, argument in self.arguments(function, flag):
+                given = self.resolve(argument)
+                if given is not None and all(s.via == "literal" or s.via.startswith("constant ") for s in given.sources) \
+                        and isinstance(given.value, (bool, int, type(None))) and bool(given.value) != needed:
+                    skipped.add(id(site))
+        return skipped
 
     def _parameter_reads(self, node: cst.BaseExpression) -> Iterator[tuple[cst.Name, tuple[cst.FunctionDef, cst.Param] | None]]:
         """The names read in `node`, each with the (function, parameter) it reads."""
