@@ -343,6 +343,21 @@ def test_the_container_image_decides_after_the_pins(project, installed, dockerfi
     assert target.reason.startswith("Dockerfile builds on ")
 
 
+@pytest.mark.parametrize("dockerfile, keras", [
+    # a CUDA image, then pip: the packages on the continuation lines after `install \`
+    ("FROM nvidia/cuda:11.8.0-cudnn8-devel-ubuntu22.04\nRUN python3 -m pip --no-cache-dir install \\\n"
+     "    tensorflow==2.13.* \\\n    jupyter\n", "keras2"),
+    ("FROM nvidia/cuda:12.3.0-runtime-ubuntu22.04\nRUN pip install -U \\\n    tensorflow==2.17.0\n", "keras3"),
+])
+def test_a_dockerfile_that_pip_installs_tensorflow_on_a_continuation_line_decides(project, installed, dockerfile, keras):
+    installed({"tensorflow": "2.21.0"})
+    target_module.forget_project_files()
+    write(project / "Dockerfile", dockerfile)
+    target = target_of(project / "train.py", TF_ONLY)
+    assert (target.keras, target.assumed) == (keras, False)
+    assert target.reason == f"Dockerfile installs tensorflow {'2.13' if keras == 'keras2' else '2.17'}"
+
+
 @pytest.mark.parametrize(
     "dockerfile, before_stable_api",
     [

@@ -516,7 +516,8 @@ def _dockerfile_images(root: str) -> tuple[tuple[str, str | None, tuple[int, int
         substitute = lambda t: re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), t)  # noqa: E731
         images = [substitute(image) for image in _FROM.findall(text)]
         found += [(name, image, None) for image in images]
-        installed = _PIP_TENSORFLOW.search(substitute(text))
+        # `RUN python3 -m pip --no-cache-dir install \` with the packages on the lines after it
+        installed = _PIP_TENSORFLOW.search(re.sub(r"\\[ \t]*\r?\n", " ", substitute(text)))
         if installed and not any(_image_target(image) for image in images):
             # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
             found.append((name, None, (int(installed.group(1)), int(installed.group(2)))))
@@ -599,7 +600,8 @@ def _image_target(image: str) -> tuple[int, int] | None:
 
 _README_NAMES = ("README.md", "README.rst", "README.txt", "README", "Readme.md", "readme.md")
 _IMAGE_REFERENCE = re.compile(r"\b((?:[\w.-]+/)*(?:tensorflow/tensorflow|nvidia/tensorflow|merlin-tensorflow[\w-]*)):([\w.-]+)")
-_PIP_TENSORFLOW = re.compile(r"pip3?\s+install\b[^\n]*?(?<![\w-])(?:tensorflow|tensorflow-gpu|tensorflow-cpu)==(\d+)\.(\d+)")
+_PIP_TENSORFLOW = re.compile(
+    r"pip3?(?:\s+--?[\w-]+)*\s+install\b[^\n]*?(?<![\w-])(?:tensorflow|tensorflow-gpu|tensorflow-cpu)==(\d+)\.(\d+)")
 # A requirement listed on a line of its own (a "Requirements" section: `tensorflow==1.8.0`).
 _LISTED_TENSORFLOW = re.compile(r"^[ \t>*+-]*`?(?:tensorflow|tensorflow-gpu|tensorflow-cpu)\s*==\s*(\d+)\.(\d+)[\w.]*`?[ \t]*$",
                                 re.M)
