@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value
+from mplint.analysis.calls import arg_value, callee_name
 from mplint.analysis.values import Source, Value, literal_number
 from mplint.core.diagnostics import ROLE, FixAvailability, Premise, Severity, Status
 from mplint.catalogue.rule import FixPlan, Replace, Rule
@@ -194,8 +194,9 @@ class TensorCoreFindings:
             if site.code == MP304 and site.label == "input_dim":
                 continue
             if site.value.value == embedding.value.value or any(id(s.literal) in literals for s in site.value.sources):
+                layer = callee_name(site.layer if site.layer is not None else site.call) or "layer"
                 return Premise(ROLE, "the vocabulary is a matmul's width", Status.PROVED,
-                               f"a `{_layer_name(site)}` of this module has the vocabulary's size")
+                               f"a `{layer}` of this module has the vocabulary's size")
         if any(a.attr.value == "embeddings" for a in self.facts.index.nodes(cst.Attribute)):
             return Premise(ROLE, "the vocabulary is a matmul's width", Status.PROVED,
                            "the module reads an embedding table's weights (`.embeddings`: tied to a projection)")
@@ -308,12 +309,6 @@ class TensorCoreFindings:
             [Replace(source.literal, cst.Integer(integer_text(source.literal, new)))],
             unsafe=True,
         )
-
-
-def _layer_name(site: SizeSite) -> str:
-    layer = site.layer if site.layer is not None else site.call
-    func = layer.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "layer"
 
 
 class _TensorCoreRule(Rule):

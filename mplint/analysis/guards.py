@@ -34,6 +34,19 @@ def guard_of(index: ModuleIndex, node: cst.CSTNode) -> Guard:
     return found
 
 
+def name_tests(index: ModuleIndex, node: cst.CSTNode) -> list[tuple[cst.Name, bool]]:
+    """The bare names `node` runs under (`if flag:`, `if not flag:`, their `else:`), each
+    with the truth it needs there, outermost first."""
+    found = []
+    for test, negated in guard_of(index, node):
+        needed = not negated
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, needed = test.expression, negated
+        if isinstance(test, cst.Name):
+            found.append((test, needed))
+    return found
+
+
 def guard_not_shared(index: ModuleIndex, node: cst.CSTNode, at: cst.CSTNode) -> Guard:
     """The conditions `node` runs under that do not also guard `at`: an edit at `at` that
     relies on what `node` did must keep them (`if amp: opt = LossScaleOptimizer(opt)`)."""

@@ -91,6 +91,12 @@ class Value:
     def is_literal_here(self) -> bool:
         return len(self.sources) == 1 and self.sources[0].via == "literal"
 
+    @property
+    def written_in_code(self) -> bool:
+        """Whether every source is a literal or a module constant (not a flag, not a
+        parameter's default): the value the code has whatever runs it."""
+        return bool(self.sources) and all(s.via == "literal" or s.via.startswith("constant ") for s in self.sources)
+
 
 _BINARY_OPS: dict[type, Callable[[object, object], object]] = {
     cst.Add: operator.add,
@@ -470,22 +476,17 @@ class ValueResolver:
         """The calls of `function` whose constant arguments say `node` never runs: it sits
         under `if flag:` (or `else:`, `if not flag:`) on a parameter `flag` of the function
         that the function never rebinds, and the call gives `flag` the other truth."""
-        from mplint.analysis.guards import guard_of
+        from mplint.analysis.guards import name_tests
 
         skipped: set[int] = set()
-        for test, negated in guard_of(self.index, node):
-            needed = not negated
-            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-                test, needed = test.expression, negated
-            if not isinstance(test, cst.Name):
-                continue
+        for test, needed in name_tests(self.index, node):
             flag = _parameter(function, test.value)
             if flag is None or flag.star or self.bindings.is_bound(function, test.value):
                 continue
             for site, argument in self.arguments(function, flag):
                 given = self.resolve(argument)
-                if given is not None and all(s.via == "literal" or s.via.startswith("constant ") for s in given.sources) \
-                        and isinstance(given.value, (bool, int, type(None))) and bool(given.value) != needed:
+                if given is not None and given.written_in_code and isinstance(given.value, (bool, int, type(None))) \
+                        and bool(given.value) != needed:
                     skipped.add(id(site))
         return skipped
 
@@ -525,16 +526,12 @@ class ValueResolver:
         module that gives a known one (the default when it passes none)."""
         assert self.call_graph is not None
         graph = self.call_graph()
-        params = function.params
-        positional = [*params.posonly_params, *params.params]
-        position = next((i for i, p in enumerate(positional) if p is param), None)
-        if position is not None and graph.owner(function) is not None and not _is_staticmethod(function):
-            position -= 1  # `self`/`cls` is bound by the call
+        position = call_position(function, param, graph.owner(function) is not None)
         for site in graph.sites_of(function):
             if not isinstance(site, cst.Call) or any(a.star for a in site.args):
                 continue
             argument = next((a.value for a in site.args if a.keyword is not None and a.keyword.value == param.name.value), None)
-            if argument is None and position is not None and position >= 0:
+            if argument is None and position is not None:
                 given = [a.value for a in site.args if a.keyword is None]
                 if position < len(given):
                     argument = given[position]
@@ -742,16 +739,11 @@ class ValueResolver:
         """Whether any call in the module may pass `param` (so its default is not its value)."""
         name = param.name.value
         classdef = _class_of_method(self.index, function)
-        is_method = classdef is not None and not _is_staticmethod(function)
         if classdef is not None and function.name.value == "__init__":
             callees = [classdef.name.value]
         else:
             callees = [function.name.value]
-        params = function.params
-        positional = [*params.posonly_params, *params.params]
-        position = next((i for i, p in enumerate(positional) if p is param), None)
-        if position is not None and is_method:
-            position -= 1
+        position = call_position(function, param, classdef is not None)
         for callee in callees:
             for call in self._calls_named(callee):
                 if any(a.star in ("*", "**") for a in call.args):
@@ -854,6 +846,19 @@ def _class_of_method(index: ModuleIndex, function: cst.FunctionDef) -> cst.Class
     block = index.parent_of(function)
     holder = index.parent_of(block) if block is not None else None
     return holder if isinstance(holder, cst.ClassDef) else None
+
+
+def call_position(function: cst.FunctionDef, param: cst.Param, in_class: bool) -> int | None:
+    """The index among a call's positional arguments that binds `param`: a method's
+    first parameter (`self`, `cls`) is bound by the call's object, a static method's is
+    not (`in_class`: the function is defined in a class body). None where no positional
+    argument binds it (keyword-only, `*args`, or the method's own `self`)."""
+    params = function.params
+    positional = [*params.posonly_params, *params.params]
+    position = next((i for i, p in enumerate(positional) if p is param), None)
+    if position is not None and in_class and not _is_staticmethod(function):
+        position -= 1
+    return position if position is None or position >= 0 else None
 
 
 def _is_staticmethod(function: cst.FunctionDef) -> bool:

@@ -50,6 +50,20 @@ class FunctionFlow:
     conditions: dict[str, tuple] = field(default_factory=dict)
 
 
+Guard = tuple[str, "int | None", "bool | None"]  # (parameter, position among positional arguments, default's truth)
+
+
+def deciding_guard(guards: Iterable[Guard], truth_of: Callable[[str, "int | None", "bool | None"], "bool | None"]
+                   ) -> tuple[str, bool] | None:
+    """The first guarding parameter (in the order given) whose truth a call decides,
+    with that truth: which of a function's conditional effects the call gets."""
+    for param, position, default in guards:
+        truth = truth_of(param, position, default)
+        if truth is not None:
+            return param, truth
+    return None
+
+
 @dataclass
 class ModuleFlow:
     functions: dict[str, FunctionFlow] = field(default_factory=dict)

@@ -909,13 +909,13 @@ class ModelGraph:
                 return False
         return False
 
-    def _loop_item(self, use: cst.Name) -> str | None:
-        """The name a `for` loop binds to the items of the sequence `use` reads: `for b in
-        stack`, `for b in reversed(stack)`, `for i, b in enumerate(stack)`, `for b, s in
+    def _loop_item(self, use: cst.Name) -> tuple[cst.For, str] | None:
+        """(the loop, the name it binds to the items of the sequence `use` reads): `for b
+        in stack`, `for b in reversed(stack)`, `for i, b in enumerate(stack)`, `for b, s in
         zip(stack, skips)`; None if `use` is not what a loop iterates."""
         parent = self.index.parent_of(use)
         if isinstance(parent, cst.For) and parent.iter is use:
-            return parent.target.value if isinstance(parent.target, cst.Name) else None
+            return (parent, parent.target.value) if isinstance(parent.target, cst.Name) else None
         arg = parent if isinstance(parent, cst.Arg) else None
         call = self.index.parent_of(arg) if arg is not None else None
         loop = self.index.parent_of(call) if isinstance(call, cst.Call) else None
@@ -924,12 +924,12 @@ class ModelGraph:
         position = next(i for i, a in enumerate(call.args) if a is arg)
         target = loop.target
         if call.func.value == "reversed" and position == 0:
-            return target.value if isinstance(target, cst.Name) else None
+            return (loop, target.value) if isinstance(target, cst.Name) else None
         index = {"zip": position, "enumerate": 1 if position == 0 else None}.get(call.func.value)
         if index is None or not isinstance(target, (cst.Tuple, cst.List)) or index >= len(target.elements):
             return None
         element = target.elements[index].value
-        return element.value if isinstance(element, cst.Name) else None
+        return (loop, element.value) if isinstance(element, cst.Name) else None
 
     def _stack_applied_in_a_loop(self, assign: cst.Assign, element: cst.CSTNode) -> bool:
         """`stack = [a, b, ...]` (`element` one of them), and a loop over `stack` whose
@@ -944,16 +944,10 @@ class ModelGraph:
         name = assign.targets[0].target.value
         scope = scope_of(self.facts, assign)
         for use in self.name_loads(scope, name):
-            item = self._loop_item(use)
-            if item is None:
-                continue
-            loop = next(a for a in self.index.ancestors(use) if isinstance(a, cst.For))
-            for node in self.index.descendants(loop.body):
-                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
-                        and isinstance(node.value.func, cst.Name) and node.value.func.value == item \
-                        and node.value.args and isinstance(node.value.args[0].value, cst.Name) \
-                        and any(isinstance(t.target, cst.Name) and t.target.value == node.value.args[0].value.value
-                                for t in node.targets):
+            found = self._loop_item(use)
+            if found is not None:
+                loop, item = found
+                if any(_rebinds_its_argument(node, item) for node in self.index.descendants(loop.body)):
                     return True
         return False
 
@@ -1046,6 +1040,18 @@ def is_preprocessing_only(graph: "ModelGraph", model: ModelDef) -> bool:
 def _is_preprocessing(qualified: str) -> bool:
     name = qualified.rsplit(".", 1)[-1]
     return name in _PREPROCESSING or name.startswith("Random")
+
+
+def _rebinds_its_argument(node: cst.CSTNode, callee: str) -> bool:
+    """`x = callee(x, ...)`: the call's result replaces the value it was given."""
+    if not (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)):
+        return False
+    call = node.value
+    if not (isinstance(call.func, cst.Name) and call.func.value == callee and call.args):
+        return False
+    given = call.args[0].value
+    return isinstance(given, cst.Name) and any(isinstance(t.target, cst.Name) and t.target.value == given.value
+                                               for t in node.targets)
 
 
 def is_self(node: cst.BaseExpression) -> bool:

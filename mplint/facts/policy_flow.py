@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value
-from mplint.analysis.guards import guard_of
-from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlow, solve, substitute
+from mplint.analysis.calls import arg_value, has_star_args
+from mplint.analysis.guards import name_tests
+from mplint.analysis.values import call_position
+from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlow, deciding_guard, solve, substitute
 
 if TYPE_CHECKING:
     from mplint.facts.call_graph import CallGraph
@@ -50,10 +51,10 @@ TruthOf = Callable[[str, "int | None", "bool | None"], "bool | None"]
 ModuleFacts = Any
 PolicyFacts = Any
 
-# Statements whose blocks run only sometimes (or several times).
 # Parameters taken to be true or false (`setup(fp16=False)`): (name, truth), sorted.
 Assumption = tuple[tuple[str, bool], ...]
 
+# Statements whose blocks run only sometimes (or several times).
 _CONDITIONAL_PARENTS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler,
                         cst.Finally, cst.MatchCase)
 _GETTERS = ("global_policy", "dtype_policy")
@@ -94,10 +95,7 @@ def _constant(facts: "ModuleFacts", expr: cst.BaseExpression) -> tuple[object] |
     """(the value,) of an expression written as a literal or bound only to literals and
     module constants; None otherwise."""
     value = facts.values.resolve(expr)
-    if value is None or not value.sources or not all(s.via == "literal" or s.via.startswith("constant ")
-                                                       for s in value.sources):
-        return None
-    return (value.value,)
+    return (value.value,) if value is not None and value.written_in_code else None
 
 
 def _constant_comparison(facts: "ModuleFacts", left: cst.BaseExpression, target: cst.ComparisonTarget) -> bool | None:
@@ -134,24 +132,6 @@ def _all_params(function: cst.FunctionDef) -> list[cst.Param]:
     return [*params.posonly_params, *params.params, *params.kwonly_params]
 
 
-def _bound_names(node: cst.CSTNode) -> list[cst.Name]:
-    """The plain names a statement part binds (`x = ...`, `x += ...`, `a, x = ...`,
-    `for x in`, `(x := ...)`)."""
-    if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-        return _names_in_target(node.target)
-    return []
-
-
-def _names_in_target(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in_target(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in_target(target.value)
-    return []
-
-
 @dataclass(frozen=True)
 class _Event:
     node: cst.CSTNode  # the call
@@ -175,7 +155,6 @@ class PolicyFlow:
         self._symbolic: dict[int, frozenset[str]] = {}
         self._exits: dict[tuple[int, Assumption], frozenset[str] | None] = {}
         self._guards: dict[int, dict[str, tuple[int | None, bool | None]]] = {}
-        self._rebinds: dict[int, set[str]] = {}
         self._paths_cache: dict[int, tuple[frozenset[int], dict[int, int]]] = {}
         self._outgoing: list[tuple[cst.Call, str]] = []  # calls of other project modules' functions
         self._collect()
@@ -500,13 +479,14 @@ class PolicyFlow:
         found = self._guards.get(id(function))
         if found is None:
             found = self._guards[id(function)] = {}
-            params = self._positional_params(function)
+            in_class = self.graph.owner(function) is not None
             for event in self._events.get(id(function), ()):
-                for param, _ in self._parameter_conditions(event.node, function):
-                    if param not in found:
-                        default = next(p.default for p in _all_params(function) if p.name.value == param)
-                        found[param] = (params.index(param) if param in params else None,
-                                        constant_truth(self.facts, default) if default is not None else None)
+                for name, _ in self._parameter_conditions(event.node, function):
+                    if name not in found:
+                        param = next(p for p in _all_params(function) if p.name.value == name)
+                        default = param.default
+                        found[name] = (call_position(function, param, in_class),
+                                       constant_truth(self.facts, default) if default is not None else None)
         return found
 
     def _parameter_conditions(self, node: cst.CSTNode, scope: cst.CSTNode) -> list[tuple[str, bool]]:
@@ -515,59 +495,26 @@ class PolicyFlow:
         if not isinstance(scope, cst.FunctionDef):
             return []
         names = {p.name.value for p in _all_params(scope)}
-        found = []
-        for test, negated in guard_of(self.index, node):
-            needed = not negated
-            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-                test, needed = test.expression, negated
-            if isinstance(test, cst.Name) and test.value in names and test.value not in self._rebound(scope):
-                found.append((test.value, needed))
-        return found
-
-    def _rebound(self, function: cst.FunctionDef) -> set[str]:
-        found = self._rebinds.get(id(function))
-        if found is None:
-            found = self._rebinds[id(function)] = {
-                target.value for node in self.index.descendants(function) for target in _bound_names(node)}
-        return found
-
-    def _positional_params(self, function: cst.FunctionDef) -> list[str]:
-        """The names a call's positional arguments bind, in order (a method's `self` or
-        `cls` is bound by the call's object)."""
-        names = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
-        parent = next((a for a in self.index.ancestors(function) if not isinstance(a, cst.BaseSuite)), None)
-        static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
-                     for d in function.decorators)
-        return names[1:] if isinstance(parent, cst.ClassDef) and not static else names
+        bindings = self.facts.bindings
+        return [(test.value, needed) for test, needed in name_tests(self.index, node)
+                if test.value in names and not bindings.is_bound(scope, test.value)]
 
     def _truth_at(self, call: cst.CSTNode) -> "TruthOf":
         """How `call` sets a parameter: the truth of its constant argument, else of the
         parameter's default where it passes none; None where that is not known."""
         def truth_of(param: str, position: int | None, default: bool | None) -> bool | None:
-            if not isinstance(call, cst.Call):
-                return None
-            positional = 0
-            for arg in call.args:
-                if arg.star:
-                    return None  # `*args` / `**kwargs` may pass it
-                if arg.keyword is not None:
-                    if arg.keyword.value == param:
-                        return constant_truth(self.facts, arg.value)
-                elif positional == position:
-                    return constant_truth(self.facts, arg.value)
-                else:
-                    positional += 1
-            return default
+            if not isinstance(call, cst.Call) or has_star_args(call):
+                return None  # `*args` / `**kwargs` may pass it
+            given = arg_value(call, position, param)
+            return constant_truth(self.facts, given) if given is not None else default
         return truth_of
 
     def _call_exit(self, function: cst.FunctionDef, truth_of: "TruthOf") -> frozenset[str]:
         """The effect of a call of one of the module's functions, under the arguments it
         passes to a parameter that guards a setting."""
-        for param, (position, default) in sorted(self.parameter_guards(function).items()):
-            truth = truth_of(param, position, default)
-            if truth is not None:
-                return self.exit_of(function, ((param, truth),))
-        return self.exit_of(function)
+        guards = sorted((param, *rest) for param, rest in self.parameter_guards(function).items())
+        decided = deciding_guard(guards, truth_of)
+        return self.exit_of(function, (decided,) if decided is not None else ())
 
     # -- entries ---------------------------------------------------------------------
     @cached_property

@@ -31,6 +31,7 @@ import libcst as cst
 from mplint.analysis.calls import arg_value
 from mplint.analysis.names import dotted_name
 from mplint.analysis.values import target_names
+from mplint.facts.policy import CONTROL_STATEMENTS
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -167,11 +168,6 @@ class GradientStep:
         if self.apply is not None and isinstance(self.apply.func, cst.Attribute):
             return self.apply.func.value
         return None
-
-
-# Statements whose blocks may not run (or run several times).
-_CONDITIONAL_BLOCKS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler, cst.Finally,
-                       cst.MatchCase, cst.FunctionDef, cst.Lambda)
 
 
 @dataclass
@@ -399,8 +395,8 @@ class TrainingLoops:
         for ancestor in self.index.ancestors(later.statement):
             if ancestor is function:
                 return self.index.before(earlier.statement, later.statement)
-            if isinstance(ancestor, _CONDITIONAL_BLOCKS):
-                return False
+            if isinstance(ancestor, CONTROL_STATEMENTS):
+                return False  # a branch, a loop, a try: it may not run
         return False
 
     def _from_callers(self, name: cst.Name, label: str, depth: int) -> OptimizerInfo | None:

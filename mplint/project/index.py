@@ -30,7 +30,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from mplint.facts.entries import ENTRY, External, module_entry, solve, substitute
+from mplint.facts.entries import ENTRY, External, deciding_guard, module_entry, solve, substitute
 from mplint.facts.project_context import ExternalOptimizer, ExternalValue
 from mplint.project.layout import module_name, project_files, project_root, relative_to
 from mplint.project.scan import FileScan, calls_a_trainer, code_only, scan_text
@@ -1245,12 +1245,11 @@ class ModuleContext:
             guards = self.index.guards_of(callee)
             if self._record:
                 self.deps["exits"]["guards " + callee] = [list(g) for g in guards]
-            for param, position, default in guards:
-                truth = truth_of(param, position, default)
-                if truth is not None:
-                    found = self.index.exit_of(callee, (param, truth))
-                    key = f"when {param} {int(truth)} {callee}"
-                    break
+            decided = deciding_guard(guards, truth_of)
+            if decided is not None:
+                param, truth = decided
+                found = self.index.exit_of(callee, decided)
+                key = f"when {param} {int(truth)} {callee}"
         if self._record:
             self.deps["exits"][key] = sorted(found) if found is not None else None
         return found
