@@ -13,7 +13,7 @@ from mplint.analysis.names import canonical
 from mplint.analysis.bound_names import names_a_variable
 from mplint.analysis.guards import Guard, capability_tests, condition_text, guard_of
 from mplint.fixes.removal import remove_statement, side_effect_free
-from mplint.core.diagnostics import FixAvailability, Severity, Status
+from mplint.core.diagnostics import TARGET, FixAvailability, Severity, Status
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
 from mplint.facts.target import KERAS2, KERAS3, Target, object_keras, project_tensorflow
@@ -39,7 +39,7 @@ from mplint.fixes.scaling_edits import (
 )
 from mplint.facts.late_policy import late_mixed_settings
 from mplint.facts.tf1_code import KERAS, LEGACY, V1, is_tf1_graph_code, optimizer_family
-from mplint.facts.premises import stock_tensorflow_premise
+from mplint.facts.premises import stock_tensorflow_premise, target_premise
 from mplint.facts.version_guards import old_tensorflow_only
 
 EXPERIMENTAL = "keras.mixed_precision.experimental"
@@ -173,6 +173,9 @@ class MigrationRule(Rule):
         if not old_tensorflow_only(self.facts, node):
             message, notes = message_and_notes(message)
             detail = "; ".join(p for p in (notes, detail) if p)
+            if TARGET not in {p.fact for p in premises}:
+                # the TensorFlow the code runs on, not only its Keras: what is removed where
+                premises = (*premises, target_premise(self.facts, self.facts.tensorflow_target))
             super().report(node, message, fix=fix, severity=severity, premises=premises, detail=detail)
 
 
@@ -215,6 +218,14 @@ def _uses_experimental_chain(facts, expr: cst.BaseExpression) -> bool:
             return True
         node = node.value
     return False
+
+
+def _dated_note(target: Target) -> str:
+    """How to move on, where only the file's age says which TensorFlow it was written for."""
+    if target.dated is None:
+        return ""
+    return (f"its TensorFlow is dated by the repository's last commit ({target.dated}): to migrate it to the "
+            "TensorFlow installed now, set `target = \"keras2\"` or `\"keras3\"` in [tool.mplint]")
 
 
 class ExperimentalMixedPrecisionApi(MigrationRule):
@@ -273,7 +284,11 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     experimental API is the only one there: the finding is an info without a fix. When
     it says TensorFlow 2.4-2.8 (`tensorflow==2.7.0`, a `tensorflow/tensorflow:2.4.1`
     image), the experimental API is deprecated there, not removed: an info, with the fix
-    (the stable API exists there too).
+    (the stable API exists there too). Where nothing in the project names its TensorFlow,
+    its git history does: a repository last committed to in July 2020 ran on TF 2.2 or 2.3
+    (the newest TensorFlow released by then), one last committed to in 2021 on TF 2.4-2.7.
+    To migrate such a project to the TensorFlow you run now, set `target` in
+    `[tool.mplint]` (or commit to it: a project maintained today runs today's TensorFlow).
 
     A file's migration is applied whole or not at all: where one use of the experimental
     API has no fix (a policy's fixed loss scale beside a `LossScaleOptimizer` of its own)
@@ -297,7 +312,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         """What happens to the experimental API on the file's target: Keras 3 code runs on
         TF 2.16+, Keras 2 code may still run on TF 2.4-2.8, where it was only deprecated,
         or on TF older than 2.4, where it is the only mixed-precision API."""
-        target = self.facts.target
+        target = self.facts.tensorflow_target
         if target.before_stable_api:
             # the evidence of the old TensorFlow is the keras-target premise's (`-v`, JSON)
             return f"is the only mixed-precision API of this project's TensorFlow (< 2.4), removed in TF 2.9 ({error})"
@@ -310,11 +325,12 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
 
     def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None,
                premises=(), detail: str = "") -> None:
-        target = self.facts.target
+        target = self.facts.tensorflow_target
         if target.before_stable_api:
             # Right where it runs now; the stable API the fix writes does not exist there.
             message += " when the project moves to TF 2.4 or newer"
-            detail = "; ".join(p for p in (detail, "no fix before: its TensorFlow has no other API") if p)
+            detail = "; ".join(p for p in (detail, "no fix before: its TensorFlow has no other API", _dated_note(target))
+                               if p)
             fix, severity = None, Severity.INFO
         elif target.runs_before((2, 9)) and target.newest_tensorflow is not None:
             # Deprecated, not removed, where it runs: the stable API the fix writes is there too.
@@ -324,6 +340,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                 message = "; ".join(p for p in (f"{head} (this project's TensorFlow {major}.{minor} still has it, deprecated)",
                                                 rest) if p)
             severity = Severity.INFO
+            detail = "; ".join(p for p in (detail, _dated_note(target)) if p)
         super().report(node, message, fix=fix, severity=severity, premises=premises, detail=detail)
 
     def check(self) -> None:
@@ -394,7 +411,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         paths are no public API to migrate to. Reported, without a fix."""
         if not module.startswith("tensorflow.python.keras."):
             return False
-        target = self.facts.target
+        target = self.facts.tensorflow_target
         if target.before_stable_api:
             message = (f"`{module}` is a private TensorFlow path, moved in TF 2.4 (ImportError): use the public "
                        "`tf.keras.mixed_precision` API when the project moves to TF 2.4 or newer")
@@ -903,13 +920,14 @@ class GraphRewriteApi(MigrationRule):
         if family == V1 or (family is None and is_tf1_graph_code(facts)):
             self.report(call, _tf1_rewrite_message(spelled, compat, family), severity=Severity.INFO)
             return
-        if not compat and facts.target.before_stable_api:
+        if not compat and facts.tensorflow_target.before_stable_api:
             # TF 2.0-2.3: this spelling is that TensorFlow's own graph rewrite API
             self.report(call, f"{spelled} is the graph rewrite API of the TensorFlow older than 2.4 this project runs "
-                        f"on ({facts.target.reason}); TF 2.6 removed this spelling (AttributeError from then on): use "
-                        "the Keras mixed-precision API when the project moves to TF 2.4 or newer", severity=Severity.INFO)
+                        f"on ({facts.tensorflow_target.reason}); TF 2.6 removed this spelling (AttributeError from then "
+                        "on): use the Keras mixed-precision API when the project moves to TF 2.4 or newer",
+                        severity=Severity.INFO)
             return
-        message, severity = _keras_rewrite_message(spelled, compat, family, facts.target)
+        message, severity = _keras_rewrite_message(spelled, compat, family, facts.tensorflow_target)
         scale = loss_scale_of(facts, arg_value(call, 1, "loss_scale")) if get_arg(call, 1, "loss_scale") else LossScale("dynamic")
         info = loops.evaluate(optimizer) if optimizer is not None else None
         if optimizer is None or scale is None or (info is not None and info.kind == "v1"):

@@ -104,6 +104,7 @@ def _source_error_finding(filename: str, exc: SourceError) -> Finding:
 
 
 def _environment_key(path: str, target: str) -> str:
+    from mplint.facts.file_history import history_key
     from mplint.facts.target import (
         environment_fingerprint, nearest_container_target, nearest_ngc_image, pins_fingerprint, project_root,
     )
@@ -113,7 +114,8 @@ def _environment_key(path: str, target: str) -> str:
     if target != "auto":
         return f"ngc={ngc}" if ngc else ""
     root = project_root(folder)
-    return f"{environment_fingerprint()}|{pins_fingerprint(root)}|{nearest_container_target(folder, root)!r}|{ngc}"
+    return (f"{environment_fingerprint()}|{pins_fingerprint(root)}|{nearest_container_target(folder, root)!r}|{ngc}"
+            f"|{history_key(folder)}")
 
 
 def process(job: Job) -> FileResult:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from mplint.facts.backend import Backend, Evidence
     from mplint.facts.call_graph import CallGraph
     from mplint.facts.project_context import ProjectContext
-from mplint.facts.target import Target, decide_target
+from mplint.facts.target import Target, dated_target, decide_target
 
 T = TypeVar("T")
 
@@ -97,6 +97,14 @@ class ModuleFacts:
         era = self.project.era_target() if self.project is not None else None
         return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project,
                              notebook=self.notebook, project_era=era)
+
+    @cached_property
+    def tensorflow_target(self) -> Target:
+        """The target with the TensorFlow it runs on: where nothing declares that TensorFlow,
+        bounded by the day its repository last changed (`mplint.facts.file_history`). For the
+        facts that depend on the TensorFlow version (an API removed in TF 2.9), not only
+        on the Keras."""
+        return dated_target(self.target, self.path)
 
     @cached_property
     def backend(self) -> "Backend":

@@ -11,7 +11,7 @@ Each premise has a status:
 - **proved**: seen in code that runs on the path to the line (or declared by the user:
   `target`, `assume-policy`);
 - **inferred**: read from the project: another module, the pinned versions, a container
-  image, the era of the APIs the file uses;
+  image, the era of the APIs the file uses, the day the repository last changed (git);
 - **assumed**: only the environment running mplint, or a default, says so;
 - **conflicting**: the evidence disagrees (the file imports `tf_keras` and calls the
   Keras-3-only `scale_loss`).
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from mplint.facts.module import ModuleFacts
+    from mplint.facts.target import Target
 
 
 # -- the premises computed from the module's facts ----------------------------------------
@@ -107,8 +108,10 @@ _TARGET_STATUS = {
 }
 
 
-def target_premise(facts: "ModuleFacts") -> Premise:
-    target = facts.target
+def target_premise(facts: "ModuleFacts", target: "Target | None" = None) -> Premise:
+    """Which Keras the module targets (`target`: that decision with its TensorFlow dated,
+    `ModuleFacts.tensorflow_target`), and how that is known."""
+    target = target or facts.target
     if target.conflict:
         return Premise(TARGET, target.keras, Status.CONFLICTING, f"{target.reason}, but {target.conflict}")
     status = _TARGET_STATUS.get(target.source, Status.ASSUMED if target.assumed else Status.INFERRED)

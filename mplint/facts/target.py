@@ -36,6 +36,10 @@ file's target. Decided per file, first match wins:
 
 An assumed target (`Target.assumed`) makes fixes that depend on it unsafe, and their
 messages say which Keras was assumed and how to set `target`.
+
+A Keras 2 target decided by evidence that names no TensorFlow (steps 2-7) is bounded by the
+TensorFlow of the day its repository was last committed to (`mplint.facts.file_history`):
+code last committed to in July 2020 ran on TF 2.2 at most.
 """
 
 from __future__ import annotations
@@ -117,6 +121,9 @@ class Target:
     # `tensorflow/tensorflow:2.4.1` image: 2.4; `>=2.6`: the newest there is), or None
     # where it does not say: an API removed later is still there.
     newest_tensorflow: tuple[int, int] | None = None
+    # The day the repository last changed, where that (not a declaration) bounds its TensorFlow
+    # (`mplint.facts.file_history`): configuring `target` says the code runs elsewhere now.
+    dated: str | None = None
 
     def runs_before(self, version: tuple[int, int]) -> bool:
         """The evidence says the code runs on a TensorFlow older than `version`."""
@@ -254,6 +261,29 @@ def decide_target(
         if conflict is not None:
             target = replace(target, conflict=conflict)
     return target
+
+
+# Evidence that says which Keras a file targets but not which TensorFlow: the repository's
+# last commit dates it (`mplint.facts.file_history`). Not the configuration (the user said what
+# runs), nor the environment or the default (no evidence of Keras 2 to date).
+_DATED_SOURCES = frozenset({"file", "project", "pins", "container", "era", "project-era"})
+
+
+def dated_target(target: Target, path: str) -> Target:
+    """A Keras 2 target whose evidence names no TensorFlow, bounded by the TensorFlow of
+    the day its repository last changed, where that predates Keras 3 (TF 2.16). Asked only by
+    what depends on the TensorFlow version (`ModuleFacts.tensorflow_target`): it costs
+    two git commands."""
+    if not target.is_keras2 or target.source not in _DATED_SOURCES or target.names_tensorflow \
+            or target.newest_tensorflow is not None or target.tf1 or target.before_stable_api or not path:
+        return target
+    from mplint.facts.file_history import last_change
+
+    change = last_change(path)
+    if change is None:
+        return target
+    return replace(target, reason=f"{target.reason}; {change.reason}", newest_tensorflow=change.tensorflow,
+                   before_stable_api=change.tensorflow < (2, 4), dated=change.day)
 
 
 def object_keras(raw_origin: str | None, imported_modules: set[str]) -> str | None:
@@ -1159,6 +1189,9 @@ def forget_project_files() -> None:
     launcher_target.cache_clear()
     notebooks_declared_target.cache_clear()
     _in_git.cache_clear()
+    from mplint.facts.file_history import forget
+
+    forget()
 
 
 def environment_fingerprint() -> str:

@@ -85,7 +85,7 @@ def wrap_optimizer(facts: "ModuleFacts", built: cst.Call, inner: cst.Call | None
     (`inner`: the constructor as it should read inside, e.g. with a clipping argument).
     None on a project whose TensorFlow predates 2.4: its only LossScaleOptimizer is the
     experimental one, with another signature, and the current name does not exist there."""
-    if facts.target.before_stable_api:
+    if facts.tensorflow_target.before_stable_api:
         return None
     spelling = mixed_precision_module(facts, built, at=built)
     if spelling is None:
