@@ -32,6 +32,10 @@ def _findings(cli, project, code: str, *extra: str) -> list[dict]:
     ("requirements.txt", "tensorflow==2.7.0\n", "2.7"),
     ("requirements.txt", "tensorflow-gpu>=2.4,<2.9\n", "2.8"),
     ("Dockerfile", "FROM tensorflow/tensorflow:2.4.1-gpu\n", "2.4"),
+    # NVIDIA's images by month: 21.02-21.05 ship TF 2.4, 21.06-21.08 TF 2.5, 22.03-22.05 TF 2.8
+    ("Dockerfile", "FROM nvcr.io/nvidia/tensorflow:21.02-tf2-py3\n", "2.4"),
+    ("Dockerfile", "FROM nvcr.io/nvidia/tensorflow:21.07-tf2-py3\n", "2.5"),
+    ("Dockerfile", "FROM nvcr.io/nvidia/tensorflow:22.05-tf2-py3\n", "2.8"),
 ])
 def test_the_experimental_api_is_an_info_with_its_fix_where_the_project_runs_tf_2_4_to_2_8(cli, tmp_path, declared):
     (tmp_path / ".git").mkdir()

@@ -597,8 +597,19 @@ def nearest_ngc_image(folder: str) -> str | None:
 
 
 # NVIDIA's release notes: the newest TensorFlow each year's TF2 images ship (20.xx: 2.0 -
-# 2.3, 2.4 came with 21.02; 21.12: 2.6; 22.12: 2.10; 23.xx: up to 2.14).
+# 2.3, 2.4 came with 21.02; 21.12: 2.6; 22.12: 2.10; 23.xx: up to 2.14), and by month where
+# the notes say (21.02-21.05: 2.4, with TensorBoard 2.4.1; 21.06-21.08: 2.5; 22.01-22.02:
+# 2.7; 22.03-22.05: 2.8; 22.06-22.09: 2.9).
 _NVIDIA_NEWEST = {20: (2, 3), 21: (2, 6), 22: (2, 10), 23: (2, 14)}
+_NVIDIA_BY_MONTH = ((21, 5, (2, 4)), (21, 8, (2, 5)), (22, 2, (2, 7)), (22, 5, (2, 8)), (22, 9, (2, 9)))
+
+
+def _nvidia_newest(year: int, month: int) -> tuple[int, int]:
+    """The newest TensorFlow of NVIDIA's `YY.MM-tf2` image."""
+    for last_year, last_month, version in _NVIDIA_BY_MONTH:
+        if year == last_year and month <= last_month:
+            return version
+    return _NVIDIA_NEWEST.get(year, (2, 3))
 
 
 def _image_target(image: str) -> tuple[int, int] | None:
@@ -607,9 +618,9 @@ def _image_target(image: str) -> tuple[int, int] | None:
     if repository.endswith("nvidia/tensorflow") or "nvidia/merlin/merlin-tensorflow" in repository:
         if "-tf1" in tag:
             return (1, 15)
-        match = re.match(r"(\d\d)\.\d\d", tag)
+        match = re.match(r"(\d\d)\.(\d\d)", tag)
         if match and int(match.group(1)) <= 23:
-            return _NVIDIA_NEWEST.get(int(match.group(1)), (2, 3))
+            return _nvidia_newest(int(match.group(1)), int(match.group(2)))
         return None
     version = None
     if repository.endswith(("tensorflow/tensorflow", "/tensorflow-training", "/tensorflow-inference")):

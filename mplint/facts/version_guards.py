@@ -15,7 +15,8 @@ Compatibility code keeps an old API exactly where it is the only one:
 A migration finding there is false (the branch never runs where the API is gone, or its
 failure is caught), and a rewrite would break the old-TensorFlow path. A version check
 is evaluated the way Python evaluates it (`tf.__version__ < "2.4"` compares strings, and
-is true for "2.21.0": that branch does run) at the TensorFlow versions the file's Keras
+is true for "2.21.0": that branch does run; `"2.3" in tf.__version__` tests a substring,
+false for "2.9.0" and "2.15.0") at the TensorFlow versions the file's Keras
 target means: TF 2.21 for Keras 3; TF 2.9 and 2.15 (the experimental API gone, Keras 2
 still the default) for Keras 2. A check mplint cannot evaluate keeps its findings.
 """
@@ -150,6 +151,10 @@ def _evaluate(facts: "ModuleFacts", expr: cst.BaseExpression, version: str, dept
         return _UNKNOWN
     if isinstance(expr, cst.Call):
         return _call(facts, expr, version, depth)
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        items = tuple(_evaluate(facts, e.value, version, depth + 1) for e in expr.elements
+                      if isinstance(e, cst.Element))
+        return _UNKNOWN if len(items) != len(expr.elements) or _UNKNOWN in items else items
     return _UNKNOWN
 
 
@@ -184,6 +189,11 @@ def _call(facts: "ModuleFacts", call: cst.Call, version: str, depth: int) -> obj
 
 
 def _compare(left: object, operator: cst.BaseCompOp, right: object) -> object:
+    if isinstance(operator, (cst.In, cst.NotIn)) and left is not _UNKNOWN and right is not _UNKNOWN:
+        # `"2.3" in tf.__version__` (a substring), `tf.__version__ in ("2.3.0", "2.3.1")`
+        if isinstance(right, str) and isinstance(left, str) or isinstance(right, tuple):
+            return (left in right) == isinstance(operator, cst.In)  # type: ignore[operator]
+        return _UNKNOWN
     if left is _UNKNOWN or right is _UNKNOWN or type(left) is not type(right):
         return _UNKNOWN
     try:
