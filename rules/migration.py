@@ -935,7 +935,8 @@ class GraphRewriteApi(MigrationRule):
             self.report(call, f"{message}; use the Keras mixed-precision API (no automatic fix for {why})", severity=severity)
             return
         hint = optimizer if isinstance(optimizer, cst.Call) else call
-        policy = set_mixed_float16(facts, hint)
+        # the rewrite cast the graph wherever it ran: the policy must be in effect there
+        policy = set_mixed_float16(facts, hint, at=call)
         spelling = mixed_precision_module(facts, hint, at=call)
         if policy is None or spelling is None:
             self.report(call, f"{message}; use the Keras mixed-precision API", severity=severity)

@@ -289,10 +289,12 @@ def mixed_float16_policy(facts: "ModuleFacts", hint: cst.BaseExpression | None =
     return (line, anchor) if anchor is not None else None
 
 
-def set_mixed_float16(facts: "ModuleFacts", hint: cst.BaseExpression | None = None) -> list[Change] | None:
+def set_mixed_float16(facts: "ModuleFacts", hint: cst.BaseExpression | None = None,
+                      at: cst.CSTNode | None = None) -> list[Change] | None:
     """Changes that set the mixed_float16 global policy near the top of the module (none
-    if the module sets it already); None if there is no good place."""
-    if sets_mixed_float16(facts):
+    if the module sets it already: with `at`, where it is the only policy in effect at
+    `at`, not only somewhere in the module); None if there is no good place."""
+    if sets_mixed_float16(facts) and (at is None or facts.policy.global_at(at) == frozenset({"mixed_float16"})):
         return []
     placed = mixed_float16_policy(facts, hint)
     if placed is None:
