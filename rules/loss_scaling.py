@@ -106,12 +106,22 @@ def models_built_before_the_policy(facts, step) -> bool:
     return bool(built) and not any(facts.policy.global_float16_at(c) for c in built)
 
 
+# Class methods that construct a model object (its layers take the global policy then):
+# Hugging Face's `TFGPT2LMHeadModel.from_pretrained`, KerasHub's `from_preset`.
+_PRETRAINED_CONSTRUCTORS = frozenset({"from_pretrained", "from_preset"})
+
+
 def _builds_a_model(facts, call: cst.Call) -> bool:
-    """A model construction: `Model(...)`/`Sequential(...)`, a Keras application, or an
-    instance of a class (a subclassed model: `Generator(out_dim=3)`)."""
+    """A model construction: `Model(...)`/`Sequential(...)`, a Keras application, an
+    instance of a class (a subclassed model: `Generator(out_dim=3)`), or a pretrained
+    model's class method (`TFGPT2LMHeadModel.from_pretrained("gpt2")`)."""
     qualified = facts.qualified(call.func) or ""
     if qualified.startswith(("keras.", "tensorflow.keras.")):
         return qualified.rsplit(".", 1)[-1] in ("Model", "Sequential") or ".applications." in qualified
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in _PRETRAINED_CONSTRUCTORS:
+        owner = call.func.value
+        name = owner.attr.value if isinstance(owner, cst.Attribute) else owner.value if isinstance(owner, cst.Name) else ""
+        return name[:1].isupper()
     return callee_name(call)[:1].isupper()
 
 
