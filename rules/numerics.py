@@ -287,8 +287,11 @@ class Float16OverflowConstant(Rule):
     where it only goes into another function (what that does with -inf is unknown).
     Not reported: code that already chose a dtype-aware value (`x.dtype.min`,
     `tf.float16.min`, `np.finfo`, a branch on the dtype), code known to compute in
-    float32 (`tf.cast(x, tf.float32)` first, float32-created tensors), integer constants
-    with no float in the expression (index and hash arithmetic).
+    float32 (`tf.cast(x, tf.float32)` first, float32-created tensors, the value of a helper
+    whose every return casts to float32, in this module or another of the project:
+    `get_padding(x)` returning `tf.cast(..., dtype)` with `dtype=tf.float32` by default,
+    unless the call passes `dtype`), integer constants with no float in the expression
+    (index and hash arithmetic).
 
     ## Why is this bad?
     float16 tops out at 65504. Under `mixed_float16` a layer computes in float16, so

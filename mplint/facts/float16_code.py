@@ -35,7 +35,7 @@ import libcst as cst
 
 from mplint.core.diagnostics import DTYPE, Premise, Status
 
-from mplint.analysis.calls import arg_value
+from mplint.analysis.calls import arg_value, has_star_args
 from mplint.analysis.names import dotted_name
 from mplint.analysis.values import Source, Value
 from mplint.facts.policy import DTYPE_CONSTANTS
@@ -508,7 +508,7 @@ class Float16Code:
                 callees = facts.call_graph.callees(expr)
                 returns = [r for f in callees for r in self._returns(f)]
                 return bool(callees) and bool(returns) and all(self.is_wide(r, depth + 1) for r in returns)
-            return qualified in FLOAT32_BY_DEFAULT
+            return qualified in FLOAT32_BY_DEFAULT or self._float32_from_another_module(expr)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, ARITHMETIC):
             return self.is_wide(expr.left, depth + 1) or self.is_wide(expr.right, depth + 1)
         if isinstance(expr, cst.UnaryOperation):
@@ -524,6 +524,20 @@ class Float16Code:
                 return self.is_wide(node.value, depth + 1) or self._name_wide_before(expr, node, depth)
             return self.is_wide(value, depth + 1)
         return False
+
+    def _float32_from_another_module(self, call: cst.Call) -> bool:
+        """A call of another project module's function whose every return casts to
+        float32 (`get_padding(x)`, which returns `tf.cast(..., dtype)` with
+        `dtype=tf.float32` by default), given no argument that could choose another dtype."""
+        name = self._other_module_function(call)
+        found = self.facts.project.float32_returns(name) if name is not None else None  # type: ignore[union-attr]
+        if found is None or has_star_args(call):
+            return False
+        params, deciding, bound = found
+        positional = params[1:] if bound else params
+        passed = {a.keyword.value for a in call.args if a.keyword is not None}
+        passed |= set(positional[:len([a for a in call.args if a.keyword is None])])
+        return not passed & set(deciding)
 
     def _wide_argument(self, name: cst.Name, depth: int) -> bool:
         """A parameter that every call of its function in the module gives a float32

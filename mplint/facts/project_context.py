@@ -68,6 +68,12 @@ class ProjectContext(Protocol):
     def flag_default(self, name: str) -> ExternalValue | None:
         """The default of an absl flag defined in another module of the project."""
 
+    def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
+        """For a function of another project module whose every return casts to
+        float32/float64 (`tf.cast(x, dtype)` with `dtype=tf.float32` by default): (its
+        parameters, those whose argument could choose another dtype, whether it is
+        bound to an object); None otherwise."""
+
     def target(self) -> "Target | None":
         """The Keras the rest of the project targets, when its code says so."""
 

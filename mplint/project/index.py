@@ -1076,6 +1076,20 @@ class ProjectIndex:
         value, row = table["constants"][rest]
         return ExternalValue(value, self._where(module, row), f"constant {rest}", rest.rsplit(".", 1)[-1])
 
+    def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
+        """For a project function whose every return casts to float32/float64: (its
+        parameters, those whose argument could choose another dtype, whether it is bound
+        to an object); None for any other name."""
+        located = self.locate(name)
+        if located is None:
+            return None
+        module, rest = located
+        table = self.table(module)
+        entry = table["functions"].get(rest) if table is not None else None
+        if entry is None or "float32_unless" not in entry:
+            return None
+        return entry["params"], entry["float32_unless"], entry["bound"]
+
     def flag_default(self, name: str) -> ExternalValue | None:
         """An absl flag's default, when exactly one non-test module of the project
         defines it."""
@@ -1264,6 +1278,9 @@ class ModuleContext:
 
     def flag_default(self, name: str) -> ExternalValue | None:
         return self.index.flag_default(name)
+
+    def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
+        return self.index.float32_returns(name)
 
     # A summary says what the module itself does: what its callers give it, or do with
     # what it returns, is not part of it (and asking would summarise them in turn).

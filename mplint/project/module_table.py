@@ -3,7 +3,8 @@
 For any module another module looks into: its imports (to follow re-exports), the
 functions and classes it defines (with the parameters of each function, named like
 `mplint.facts.call_graph` names them: `build`, `Trainer.train_step`,
-`main.<locals>.step`), its constants (module-level names and `Class.ATTR` bound once to
+`main.<locals>.step`; and, for one whose every return casts to float32, the parameters
+that could choose another dtype), its constants (module-level names and `Class.ATTR` bound once to
 a literal, or to a dict/list/tuple of literals) and the defaults of the absl flags it
 defines, and the names it calls (`f(...)`, `x.f(...)`: the last name). A module that does
 not parse has no table (its facts are skipped).
@@ -103,6 +104,9 @@ def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, take
                 "params": [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)],
                 "bound": bound,
             }
+            deciding = float32_returns(node)
+            if deciding is not None:
+                table["functions"][key]["float32_unless"] = deciding
             if not prefix:
                 table["definitions"][node.name] = "function"
             _walk_definitions(node.body, [*prefix, node.name, "<locals>"], table, taken)
@@ -116,6 +120,64 @@ def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, take
                     _walk_definitions([child], prefix, table, taken)
                 elif isinstance(child, (ast.excepthandler, ast.match_case)):
                     _walk_definitions(child.body, prefix, table, taken)
+
+
+_WIDE_NAMES = frozenset({"float32", "float64", "double"})
+
+
+def float32_returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str] | None:
+    """Where every `return` of the function casts to float32/float64 (`tf.cast(x,
+    tf.float32)`, or `tf.cast(x, dtype)` whose parameter `dtype` defaults to one and is not
+    rebound): the parameters whose argument could choose another dtype (empty: none),
+    else None. A helper of another module whose value is float32 for its callers
+    (`get_padding(x)`) takes no part in a float16 overflow."""
+    returns = list(_own_returns(function.body))
+    if not returns:
+        return None
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    deciding: set[str] = set()
+    for value in returns:
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "cast"):
+            return None
+        dtype = value.args[1] if len(value.args) > 1 else next((k.value for k in value.keywords if k.arg == "dtype"), None)
+        if dtype is not None and _wide_spelling(dtype):
+            continue
+        if isinstance(dtype, ast.Name) and dtype.id in defaults and _wide_spelling(defaults[dtype.id]) \
+                and not _rebinds(function, dtype.id):
+            deciding.add(dtype.id)
+            continue
+        return None
+    return sorted(deciding)
+
+
+def _own_returns(body: list[ast.stmt]):
+    """The values of the `return` statements of a function body (not of nested ones)."""
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.Return):
+            yield statement.value
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _own_returns(getattr(statement, field, []) or [])
+        for handler in getattr(statement, "handlers", []) or []:
+            yield from _own_returns(handler.body)
+        for case in getattr(statement, "cases", []) or []:
+            yield from _own_returns(case.body)
+
+
+def _wide_spelling(expr: ast.expr | None) -> bool:
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in _WIDE_NAMES
+    return isinstance(expr, ast.Constant) and expr.value in ("float32", "float64")
+
+
+def _rebinds(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+               for n in ast.walk(function))
 
 
 def _assignments(statement: ast.stmt) -> list[tuple[str, ast.expr]]:

@@ -1,0 +1,59 @@
+"""What a module table says of its functions' return dtypes (read with `ast`, for the
+modules that call them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mplint.project.module_table import build_table
+
+SOURCE = '''
+import numpy as np
+import tensorflow as tf
+
+
+def get_padding(x, padding_value=0, dtype=tf.float32):
+    with tf.name_scope("padding"):
+        return tf.cast(tf.equal(x, padding_value), dtype)
+
+
+def as_float(x):
+    if x is None:
+        return tf.cast(0, "float64")
+    return tf.cast(x, dtype=np.float32)
+
+
+def as_half(x, dtype=tf.float16):
+    return tf.cast(x, dtype)
+
+
+def sometimes(x):
+    if x.dtype == tf.int32:
+        return tf.cast(x, tf.float32)
+    return x
+
+
+def rebound(x, dtype=tf.float32):
+    dtype = x.dtype
+    return tf.cast(x, dtype)
+
+
+def nested(x):
+    def inner():
+        return x
+    return tf.cast(x, tf.float32)
+
+
+class Layer:
+    def mask(self, x, *, dtype="float32"):
+        return tf.cast(x > 0, dtype)
+'''
+
+
+@pytest.mark.parametrize("function, deciding", [
+    ("get_padding", ["dtype"]), ("as_float", []), ("nested", []), ("Layer.mask", ["dtype"]),
+    ("as_half", None), ("sometimes", None), ("rebound", None),
+])
+def test_functions_whose_every_return_casts_to_float32(function, deciding):
+    entry = build_table(SOURCE)["functions"][function]
+    assert entry.get("float32_unless") == deciding
