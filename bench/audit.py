@@ -266,7 +266,7 @@ def precision_table(name: str, labels: dict[str, list[dict]], labeller: str | No
             counts[f["code"]]["unlabelled"] += 1
             continue
         counts[f["code"]][label["verdict"]] += 1
-        if label["fix"] in ("correct", "wrong"):
+        if label["fix"] in ("correct", "wrong") and f.get("fix"):  # a fix this run still offers
             counts[f["code"]][f"fix {label['fix']}"] += 1
     lines = [f"| rule | sampled | true | false | debatable | precision | strict | fixes correct / wrong |",
              "|---|---|---|---|---|---|---|---|"]
