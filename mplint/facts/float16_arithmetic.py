@@ -110,10 +110,15 @@ class Float16Arithmetic:
             return None
         return None
 
-    def single_constant_step(self, value: cst.BaseExpression) -> bool:
+    def single_constant_step(self, value: cst.BaseExpression, depth: int = 0) -> bool:
         """Whether `value` meets exactly one arithmetic step, with a number
-        (`x.astype("float16") / 255`), and its result reaches no other arithmetic."""
+        (`x.astype("float16") / 255`, also through a name: `image = tf.cast(image,
+        tf.float16)` then `image = image / 255.0`), and its result reaches no other
+        arithmetic."""
         parent = self.index.parent_of(value)
+        if isinstance(parent, cst.Assign) and parent.value is value and depth <= _MAX_DEPTH:
+            steps = [use for use in self._uses_after(parent) if self.after(use, depth + 1) is not None]
+            return len(steps) == 1 and self.single_constant_step(steps[0], depth + 1)
         if not (isinstance(parent, cst.BinaryOperation) and type(parent.operator) in _OPERATORS):
             return False
         other = parent.right if parent.left is value else parent.left
@@ -132,16 +137,24 @@ class Float16Arithmetic:
             return f"`{qualified.replace('tensorflow.', 'tf.', 1).replace('numpy.', 'np.', 1)}`"
         return "other"
 
+    def _uses_after(self, assign: cst.Assign) -> list[cst.Name]:
+        """The reads of the name an assignment binds, after it in its scope (none where
+        it binds anything but one name)."""
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            return []
+        target = assign.targets[0].target
+        scope = self.index.scope_of(assign)
+        return [use for use in self.index.nodes(cst.Name)
+                if use.value == target.value and use is not target and self.index.before(assign, use)
+                and self.index.scope_of(use) is scope and not self._is_store(use)
+                and not any(a is assign for a in self.index.ancestors(use))]  # `x = tf.cast(x, ...)` reads the old x
+
     def _through_assignment(self, assign: cst.Assign, depth: int) -> str | None:
         if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
             return None
         name = assign.targets[0].target.value
         scope = self.index.scope_of(assign)
-        for use in self.index.nodes(cst.Name):
-            if use.value != name or use is assign.targets[0].target or not self.index.before(assign, use):
-                continue
-            if self.index.scope_of(use) is not scope or self._is_store(use):
-                continue
+        for use in self._uses_after(assign):
             found = self.after(use, depth + 1)
             if found is not None:
                 return found
