@@ -482,6 +482,8 @@ class GradientsNotUnscaled(Rule):
                 continue  # not a LossScaleOptimizer at all: MP201 reports (and fixes) the loop
             assert scaling.call is not None and isinstance(scaling.call.func, cst.Attribute)
             receiver = code(facts, scaling.call.func.value)
+            if _unscales_later(facts, step, receiver):
+                continue  # accumulated first (`acc.assign_add(g)`), unscaled where they are applied
             from mplint.analysis.guards import condition_text, guard_not_shared
 
             missing = guard_not_shared(facts.index, scaling.call, step.call)
@@ -496,6 +498,18 @@ class GradientsNotUnscaled(Rule):
                 detail=(f"no fix: the loss is scaled only if `{condition_text(facts.module, missing)}`: unscale under "
                         "that condition") if missing else "",
             )
+
+
+def _unscales_later(facts, step: GradientStep, receiver: str) -> bool:
+    """The function that takes the gradients also calls `<receiver>.get_unscaled_gradients`
+    after them, on a value the gradient path does not reach directly (gradient
+    accumulation: the sums are unscaled before they are applied)."""
+    function = facts.index.enclosing(step.call, cst.FunctionDef) or facts.index.module
+    return any(
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == UNSCALE_METHOD
+        and code(facts, node.func.value) == receiver and facts.index.before(step.call, node)
+        for node in facts.index.descendants(function)
+    )
 
 
 class GraphRewriteWithTape(Rule):

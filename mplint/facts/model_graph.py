@@ -806,7 +806,8 @@ class ModelGraph:
             for target in parent.targets:
                 t = target.target
                 if isinstance(t, cst.Attribute) and is_self(t.value):
-                    return self.is_layer_or_model_class(self.index.class_of(node))
+                    return self.is_layer_or_model_class(self.index.class_of(node)) \
+                        or self._attribute_used_as_part(t, depth)
         bound = self._bound_name(node)
         if bound is None:
             return False
@@ -831,6 +832,50 @@ class ModelGraph:
                 for target in use_parent.targets:
                     t = target.target
                     if isinstance(t, cst.Attribute) and is_self(t.value) and self.is_layer_or_model_class(self.index.class_of(use)):
+                        return True
+        return False
+
+    def _attribute_used_as_part(self, target: cst.Attribute, depth: int) -> bool:
+        """A model kept on `self.<name>` of a plain class (a GAN trainer) and used there as
+        a part of another model: listed in a Sequential (`Sequential([self.net,
+        Activation("softmax", dtype="float32")])`), or passed to a method or function of
+        the module that does so with its parameter (`self.build_head(self.net)`)."""
+        owner = self.index.class_of(target)
+        if owner is None:
+            return False
+        name = target.attr.value
+        for use in self.index.descendants(owner):
+            if not (isinstance(use, cst.Attribute) and use is not target and is_self(use.value)
+                    and use.attr.value == name):
+                continue
+            holder = self.index.parent_of(use)
+            if isinstance(holder, cst.Element) and self._used_as_part(use):
+                return True
+            if isinstance(holder, cst.Arg) and (self._used_as_part(use) or self._parameter_used_as_part(holder, depth)):
+                return True
+        return False
+
+    def _parameter_used_as_part(self, argument: cst.Arg, depth: int) -> bool:
+        """The module's function a call passes `argument` to lists the parameter it binds
+        among a Sequential's layers, or passes it to a layer or model constructor."""
+        from mplint.analysis.values import call_position
+
+        call = self.index.parent_of(argument)
+        if not isinstance(call, cst.Call) or depth > 3 or argument.star:
+            return False
+        for function in self.facts.call_graph.callees(call):
+            params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
+            in_class = self.index.class_of(function) is not None
+            for param in params:
+                by_keyword = argument.keyword is not None and argument.keyword.value == param.name.value
+                position = call_position(function, param, in_class)
+                by_position = argument.keyword is None and position is not None \
+                    and position == [a for a in call.args if a.keyword is None].index(argument)
+                if not (by_keyword or by_position):
+                    continue
+                for use in self.name_loads(function, param.name.value):
+                    holder = self.index.parent_of(use)
+                    if isinstance(holder, (cst.Element, cst.Arg)) and self._used_as_part(use):
                         return True
         return False
 

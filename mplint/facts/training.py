@@ -177,6 +177,31 @@ class _Binding:
     position: int | None  # index in a tuple target, None for a plain target
 
 
+def comprehension_source(index, name: cst.Name) -> cst.BaseExpression | None:
+    """What a comprehension's target name takes its values from: `xs` for `x` in `[... for
+    x in xs]`, the matching argument of `zip` for `[... for a, b in zip(as_, bs)]`; None
+    where `name` is no target of an enclosing comprehension (or zip has star arguments)."""
+    for ancestor in index.ancestors(name):
+        if not isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            continue
+        clause: cst.CompFor | None = ancestor.for_in
+        while clause is not None:
+            target, iterated = clause.target, clause.iter
+            if isinstance(target, cst.Name) and target.value == name.value:
+                return iterated
+            if isinstance(target, cst.Tuple):
+                names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+                if name.value in names:
+                    position = names.index(name.value)
+                    if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) \
+                            and iterated.func.value == "zip" and all(a.star == "" and a.keyword is None for a in iterated.args) \
+                            and position < len(iterated.args):
+                        return iterated.args[position].value
+                    return None
+            clause = clause.inner_for_in
+    return None
+
+
 # -- the analysis -------------------------------------------------------------------------
 
 class TrainingLoops:
@@ -633,6 +658,10 @@ class TrainingLoops:
         if isinstance(expr, cst.Call) and self._scales_inside(expr):
             return Scaling("manual")
         if isinstance(expr, cst.Name):
+            iterated = comprehension_source(self.index, expr)
+            if iterated is not None:
+                # `[tape.gradient(s, v) for s, v in zip(scaled_losses, variables)]`
+                return self.scaling_of(iterated, at, depth + 1)
             binding = self.binding_before(expr, at)
             if binding is None or binding.position is not None:
                 return None
