@@ -454,7 +454,9 @@ class GradientsNotUnscaled(Rule):
     Safe: the fix wraps the gradient call in `get_unscaled_gradients` of the optimizer
     that scaled the loss, right where the gradients are computed, so whatever reads
     them afterwards (clipping, logging, accumulation) sees the true gradients, as the
-    code intends. Loops that divide the gradients themselves are not reported. Under
+    code intends. Loops that divide the gradients themselves are not reported, nor
+    loops that accumulate the scaled gradients (`acc.assign_add(g)`) and unscale the sums
+    with the same optimizer's `get_unscaled_gradients` before applying them. Under
     Keras 3 this is MP404's business (there is no `get_scaled_loss`). Where the loss is
     scaled only under a condition the apply step does not share (`if amp:`), there is no
     fix: unscaling unconditionally would raise on the path that skips the scaling.

@@ -869,8 +869,9 @@ class ModelGraph:
             for param in params:
                 by_keyword = argument.keyword is not None and argument.keyword.value == param.name.value
                 position = call_position(function, param, in_class)
+                positional = [a for a in call.args if a.keyword is None]
                 by_position = argument.keyword is None and position is not None \
-                    and position == [a for a in call.args if a.keyword is None].index(argument)
+                    and position < len(positional) and positional[position] is argument
                 if not (by_keyword or by_position):
                     continue
                 for use in self.name_loads(function, param.name.value):
