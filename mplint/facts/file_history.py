@@ -20,10 +20,11 @@ gives no date.
 from __future__ import annotations
 
 import os
-import subprocess
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
+
+from mplint.inputs import run_record
 
 # The first upload of each TensorFlow 2 minor release to PyPI (tensorflow X.Y.0; 2.16.1 for
 # 2.16, whose 2.16.0 has no files). A project last committed to on a day ran on the newest one.
@@ -60,21 +61,37 @@ def last_change(path: str) -> LastChange | None:
     """When the repository of the file at `path` was last committed to, if that predates
     Keras 3 (TF 2.16) and the file is committed as it is now."""
     folder, name = os.path.split(os.path.abspath(path))
-    day = repository_day(folder)
-    tensorflow = newest_tensorflow_on(day) if day is not None else None
-    if day is None or tensorflow is None or tensorflow >= KERAS3_TENSORFLOW:
-        return None  # maintained since Keras 3: the newest TensorFlow, as without a date
+    dated = _before_keras3(folder)
+    if dated is None:
+        return None  # no history, or maintained since Keras 3: the newest TensorFlow, as without a date
     try:
         state = os.stat(path)
     except OSError:
         return None
     # keyed by the file's state: a long-running server sees an edit as a new question
-    return LastChange(day, tensorflow) if _committed_as_is(folder, name, state.st_mtime_ns, state.st_size) else None
+    return dated if _committed_as_is(folder, name, state.st_mtime_ns, state.st_size) else None
+
+
+def history_key(folder: str) -> str:
+    """What the history says of the TensorFlow of `folder`'s code, for cache keys: the
+    newest TensorFlow of the repository's last commit where that predates Keras 3, else
+    nothing (a commit to a maintained project changes no finding)."""
+    dated = _before_keras3(folder)
+    return f"tf{dated.tensorflow[0]}.{dated.tensorflow[1]}" if dated is not None else ""
+
+
+def _before_keras3(folder: str) -> LastChange | None:
+    """The day of the repository's last commit and the newest TensorFlow of that day,
+    where it predates Keras 3 (whatever the state of one file)."""
+    day = repository_day(folder)
+    tensorflow = newest_tensorflow_on(day) if day is not None else None
+    return LastChange(day, tensorflow) if day is not None and tensorflow is not None \
+        and tensorflow < KERAS3_TENSORFLOW else None
 
 
 def repository_day(folder: str) -> str | None:
     """The day of the last commit of the git checkout holding `folder`, or None."""
-    top = _checkout_top(folder)
+    top = checkout_top(folder)
     if top is None:
         return None
     try:
@@ -107,21 +124,14 @@ def _head(top: str, git_state: int) -> str | None:
         return None
 
 
-def history_key(folder: str) -> str:
-    """What the history says of the TensorFlow of `folder`'s code, for cache keys: the
-    newest TensorFlow of the repository's last commit where that predates Keras 3, else
-    nothing (a commit to a maintained project changes no finding)."""
-    day = repository_day(folder)
-    tensorflow = newest_tensorflow_on(day) if day is not None else None
-    return f"tf{tensorflow[0]}.{tensorflow[1]}" if tensorflow is not None and tensorflow < KERAS3_TENSORFLOW else ""
-
-
 @lru_cache(maxsize=4096)
-def _checkout_top(folder: str) -> str | None:
-    if os.path.lexists(os.path.join(folder, ".git")):
+def checkout_top(folder: str) -> str | None:
+    """The folder of the git checkout holding `folder` (a `.git` in it or above it), or
+    None; each `.git` probe is recorded for the whole-run record."""
+    if run_record.exists(os.path.join(folder, ".git")):
         return folder
     parent = os.path.dirname(folder)
-    return None if parent == folder else _checkout_top(parent)
+    return None if parent == folder else checkout_top(parent)
 
 
 @lru_cache(maxsize=256)
@@ -138,7 +148,7 @@ def _committed_as_is(folder: str, name: str, mtime_ns: int, size: int) -> bool:
 
 def forget() -> None:
     """Forget what was read so far (a long-running process, when the project changes)."""
-    _checkout_top.cache_clear()
+    checkout_top.cache_clear()
     _head.cache_clear()
     _last_commit_day.cache_clear()
     _committed_as_is.cache_clear()
@@ -146,6 +156,8 @@ def forget() -> None:
 
 def _git(folder: str, *arguments: str) -> str | None:
     """A git command's output in `folder` (stripped), or None where it fails."""
+    import subprocess  # only where a date is asked: not at every start
+
     environment = dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
     try:
         done = subprocess.run(["git", "-C", folder, *arguments], capture_output=True, text=True,

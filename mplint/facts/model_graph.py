@@ -857,22 +857,16 @@ class ModelGraph:
 
     def _parameter_used_as_part(self, argument: cst.Arg, depth: int) -> bool:
         """The module's function a call passes `argument` to lists the parameter it binds
-        among a Sequential's layers, or passes it to a layer or model constructor."""
-        from mplint.analysis.values import call_position
-
+        among a Sequential's layers, or passes it to a layer or model constructor (which
+        parameter an argument binds: `ValueResolver.arguments`)."""
         call = self.index.parent_of(argument)
-        if not isinstance(call, cst.Call) or depth > 3 or argument.star:
+        if not isinstance(call, cst.Call) or depth > 3:
             return False
         for function in self.facts.call_graph.callees(call):
             params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-            in_class = self.index.class_of(function) is not None
             for param in params:
-                by_keyword = argument.keyword is not None and argument.keyword.value == param.name.value
-                position = call_position(function, param, in_class)
-                positional = [a for a in call.args if a.keyword is None]
-                by_position = argument.keyword is None and position is not None \
-                    and position < len(positional) and positional[position] is argument
-                if not (by_keyword or by_position):
+                if not any(site is call and given is argument.value
+                           for site, given in self.facts.values.arguments(function, param)):
                     continue
                 for use in self.name_loads(function, param.name.value):
                     holder = self.index.parent_of(use)

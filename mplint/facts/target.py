@@ -50,6 +50,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Iterator
 
+from mplint.facts.file_history import checkout_top, last_change
+from mplint.facts.file_history import forget as forget_history
 from mplint.inputs import run_record
 
 KERAS2 = "keras2"
@@ -272,13 +274,11 @@ _DATED_SOURCES = frozenset({"file", "project", "pins", "container", "era", "proj
 def dated_target(target: Target, path: str) -> Target:
     """A Keras 2 target whose evidence names no TensorFlow, bounded by the TensorFlow of
     the day its repository last changed, where that predates Keras 3 (TF 2.16). Asked only by
-    what depends on the TensorFlow version (`ModuleFacts.tensorflow_target`): it costs
-    two git commands."""
+    what depends on the TensorFlow version (`ModuleFacts.tensorflow_target`): it costs a
+    `git log` per checkout and, in a project that predates Keras 3, a `git status` per file."""
     if not target.is_keras2 or target.source not in _DATED_SOURCES or target.names_tensorflow \
             or target.newest_tensorflow is not None or target.tf1 or target.before_stable_api or not path:
         return target
-    from mplint.facts.file_history import last_change
-
     change = last_change(path)
     if change is None:
         return target
@@ -491,18 +491,10 @@ def _nearest(folder: str, root: str | None, read, levels: int | None = None) -> 
             if levels <= 0:
                 return None
         parent = os.path.dirname(current)
-        if parent == current or run_record.isdir(os.path.join(current, ".git")) or (current == root and not _in_git(current)):
+        if parent == current or run_record.isdir(os.path.join(current, ".git")) \
+                or (current == root and checkout_top(current) is None):
             return None
         current = parent
-
-
-@lru_cache(maxsize=1024)
-def _in_git(folder: str) -> bool:
-    """Whether a folder is inside a git checkout (a `.git` in it or above it)."""
-    if run_record.exists(os.path.join(folder, ".git")):
-        return True
-    parent = os.path.dirname(folder)
-    return parent != folder and _in_git(parent)
 
 
 _DOCKER_FOLDERS = ("docker", "dockerfile", "dockerfiles", "Docker", "Dockerfile", "Dockerfiles", ".devcontainer")
@@ -1199,10 +1191,7 @@ def forget_project_files() -> None:
     readme_target.cache_clear()
     launcher_target.cache_clear()
     notebooks_declared_target.cache_clear()
-    _in_git.cache_clear()
-    from mplint.facts.file_history import forget
-
-    forget()
+    forget_history()
 
 
 def environment_fingerprint() -> str:
