@@ -72,6 +72,9 @@ class ModuleFlow:
     # Calls to other modules of the project: (caller key, callee as imported, state).
     outgoing: list[tuple[str, str, frozenset]] = field(default_factory=list)
     changes_policy: bool = False
+    # The flags every mixed setting of the module requires (`if args.fp16:`), None where
+    # it sets none (mplint.facts.flag_guards).
+    policy_flags: dict | None = None
 
 
 @dataclass

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, has_star_args, string_value
+from mplint.facts.flag_guards import common_guards, contradicts, flag_guards
 from mplint.facts.policy_flow import constant_truth
 
 if TYPE_CHECKING:
@@ -335,8 +336,41 @@ class PolicyFacts:
         return PolicyFlow(self._facts, self, module_entry(self.assumed))
 
     def global_at(self, node: cst.CSTNode) -> frozenset[str]:
-        """The global policies that can be in effect when `node` runs."""
-        return self.flow.at(node)
+        """The global policies that can be in effect when `node` runs. A mixed policy that
+        is set only under a flag (`if args.fp16:`, here or in the other modules that bring
+        it) is not in effect where that flag is known to be the other way round (the
+        `else:` of `if self.args.fp16:`)."""
+        found = self.flow.at(node)
+        if any(n in MIXED_POLICIES for n in found):
+            required = self.mixed_flag_guards
+            if required and contradicts(required, flag_guards(self._facts, node)):
+                return frozenset(n for n in found if n not in MIXED_POLICIES)
+        return found
+
+    @cached_property
+    def mixed_flag_guards(self) -> dict[str, bool]:
+        """The flags every source of a mixed policy here requires: this module's mixed
+        settings and the modules of the project that bring one ({} where one of them
+        is not under a flag, or the policy is assumed)."""
+        sources = []
+        if self.assumed in MIXED_POLICIES:
+            return {}
+        local = self.local_mixed_flag_guards
+        if local is not None:
+            sources.append(local)
+        if self.from_project[0]:
+            project = self._facts.project
+            sources.append(project.policy_flag_guards() if project is not None else {})
+        return common_guards(sources)
+
+    @cached_property
+    def local_mixed_flag_guards(self) -> dict[str, bool] | None:
+        """The flags every mixed global setting of this module requires; None where the
+        module sets no mixed policy."""
+        settings = [s for s in self.global_settings if s.is_mixed]
+        if not settings:
+            return None
+        return common_guards(flag_guards(self._facts, s.call) for s in settings)
 
     def global_mixed_at(self, node: cst.CSTNode) -> bool:
         """Whether the global policy can be mixed when `node` runs: set before it on

@@ -81,6 +81,10 @@ class ProjectContext(Protocol):
         """(the mixed policies the rest of the project can bring into this module, the
         files that set them)."""
 
+    def policy_flag_guards(self) -> dict[str, bool]:
+        """The command-line flags every module that brings a mixed policy here requires of
+        its settings (`{"fp16": True}` where each sets it only `if args.fp16:`)."""
+
     def used_as_part(self, key: str) -> bool:
         """Whether a call in another module uses the model this module's function (or
         class) builds as a part of another model."""

@@ -118,6 +118,7 @@ def flow_to_json(flow: ModuleFlow) -> dict[str, Any]:
         "exit": _state(flow.exit),
         "outgoing": [[c, callee, _state(s)] for c, callee, s in flow.outgoing],
         "changes_policy": flow.changes_policy,
+        "policy_flags": flow.policy_flags,
     }
 
 
@@ -139,4 +140,5 @@ def flow_from_json(data: dict[str, Any]) -> ModuleFlow:
         exit=frozenset(data["exit"]),
         outgoing=[(c, callee, frozenset(s)) for c, callee, s in data["outgoing"]],
         changes_policy=data["changes_policy"],
+        policy_flags=data.get("policy_flags"),
     )

@@ -94,6 +94,7 @@ class ProjectIndex:
         # Per module: the project functions it calls that choose among several policies,
         # float32 included, by their argument (their mixed policy is not a project fact).
         self._selectors: dict[str, tuple[list[str], frozenset[str]]] = {}
+        self._carriers: dict[str, set[str]] = {}
         self._target: object = _UNSET
         self._era_target: object = _UNSET
         self._key_stats: dict[str, tuple[int, int] | None] = {}  # see `_key_stat`
@@ -214,6 +215,8 @@ class ProjectIndex:
             self._imports.clear()
             self._policy_modules = None
             self._solution = None
+            self._selectors.clear()
+            self._carriers.clear()
         else:
             for importer in self.importers_of(module):
                 self._summaries.pop(importer, None)
@@ -984,6 +987,7 @@ class ProjectIndex:
             return frozenset(), ()
         if external is not None:
             carriers |= external.carriers
+        self._carriers[module] = carriers - {module}
         setters = sorted(os.path.relpath(self.path_of[m]) for m in carriers
                          if m != module and self.scan(self.path_of[m]).sets_policy)
         return mixed, tuple(setters)
@@ -996,6 +1000,25 @@ class ProjectIndex:
             return frozenset(table["called"]).__contains__
         text = code_only(self.text(self.path_of[module]) or "")
         return lambda name: re.search(rf"\b{re.escape(name)}\s*\(", text) is not None
+
+    def policy_flag_guards(self, module: str) -> dict[str, bool]:
+        """The flags every module that brings a mixed policy into `module` requires of its
+        settings (`if args.fp16:`); {} where one of them sets it without such a flag, or
+        only passes on what its callers set."""
+        from mplint.facts.flag_guards import common_guards  # libcst: not for files without mixed precision
+
+        if module not in self._carriers:
+            self.mixed_policies(module)
+        carriers = self._carriers.get(module)
+        if not carriers:
+            return {}
+        guards = []
+        for carrier in sorted(carriers):
+            flow = self._flow(carrier)
+            if flow is None or flow.policy_flags is None:
+                return {}
+            guards.append(flow.policy_flags)
+        return common_guards(guards)
 
     def policy_selectors(self, module: str) -> tuple[list[str], frozenset[str]]:
         """(the project functions `module` calls that set a mixed policy or float32 as their
@@ -1335,6 +1358,9 @@ class ModuleContext:
         if self._record:
             return frozenset(), ()
         return self.index.mixed_policies(self.module)
+
+    def policy_flag_guards(self) -> dict[str, bool]:
+        return {} if self._record else self.index.policy_flag_guards(self.module)
 
     def policy_selectors(self) -> tuple[list[str], frozenset[str]]:
         if self._record:
