@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 import libcst as cst
 
 from mplint.core.diagnostics import Applicability, FixAvailability, Severity
-from mplint.core.diagnostics import TARGET, Premise, Status, all_proved, unproved_note
+from mplint.core.diagnostics import CALL_PATH, TARGET, Premise, Status, all_proved, unproved_note
 from mplint.facts.premises import computed_premise, target_premise
+from mplint.facts.reachability import never_runs
 from mplint.facts.test_modules import is_test_file
 
 if TYPE_CHECKING:
@@ -164,6 +165,9 @@ class Rule:
             if premise is not None:
                 found.append(premise)
         found += stated.values()
+        dead = never_runs(self.facts, node)
+        if dead is not None:
+            found.append(Premise(CALL_PATH, "runs", Status.CONFLICTING, f"this code never runs: {dead}"))
         fix_rests_on = list(found)
         short: list[str] = []  # what the message says of the premises
         why = [detail] if detail else []

@@ -654,7 +654,14 @@ class TrainingLoops:
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
             if self._looks_like_scale(expr.left) or self._looks_like_scale(expr.right):
                 return Scaling("manual")
-            return None
+            # `w * opt.get_scaled_loss(loss)`: a scaled loss, weighted
+            return self.scaling_of(expr.left, at, depth + 1) or self.scaling_of(expr.right, at, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+            return self.scaling_of(expr.left, at, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            # `w1 * scaled_a + w2 * scaled_b`: every term scaled by the same optimizer's scale
+            left, right = self.scaling_of(expr.left, at, depth + 1), self.scaling_of(expr.right, at, depth + 1)
+            return left if left is not None and right is not None else None
         if isinstance(expr, cst.Call) and self._scales_inside(expr):
             return Scaling("manual")
         if isinstance(expr, cst.Name):
@@ -863,10 +870,33 @@ class TrainingLoops:
 
     def _set_apply(self, step: GradientStep, apply: cst.Call) -> None:
         assert isinstance(apply.func, cst.Attribute)
-        info = self.optimizer(apply.func.value, apply)
+        receiver = apply
+        own = self._own_method(apply)
+        if own is not None:
+            # `self.apply_gradients(grads)` of a trainer class whose own `apply_gradients`
+            # hands them to `self.optimizer.apply_gradients(...)`: that is the optimizer.
+            receiver = next((c for c in self.index.descendants(own) if isinstance(c, cst.Call)
+                             and isinstance(c.func, cst.Attribute) and c.func.attr.value in APPLY_METHODS
+                             and self._own_method(c) is None), None)
+            if receiver is None:
+                return
+        assert isinstance(receiver.func, cst.Attribute)
+        info = self.optimizer(receiver.func.value, receiver)
         if apply.func.attr.value == "apply" and info.origin == "unknown":
             return  # `x.apply(...)` is an optimizer's only when we know x is one
         step.apply, step.optimizer = apply, info
+
+    def _own_method(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The method of the enclosing class that `self.<method>(...)` calls, when the
+        class defines it itself (a trainer's `apply_gradients`, not an optimizer's)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return None
+        classdef = self.index.enclosing(call, cst.ClassDef)
+        if classdef is None or not isinstance(classdef.body, cst.IndentedBlock):
+            return None
+        return next((s for s in classdef.body.body if isinstance(s, cst.FunctionDef)
+                     and s.name.value == func.attr.value and not self.index.contains(s, call)), None)
 
     def _mentions(self, expr: cst.CSTNode, names: set[str]) -> bool:
         if isinstance(expr, cst.Name):
