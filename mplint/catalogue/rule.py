@@ -189,7 +189,8 @@ class Rule:
             fix = None  # no fix written for a Keras the evidence disagrees on
         weak = [p for p in found if p.status in (Status.ASSUMED, Status.CONFLICTING)]
         if weak:
-            short.append(", ".join(f"{p.fact} {p.status.value}" for p in weak))
+            # a branch that never runs is said as such (its premise has no other status)
+            short.append(", ".join("never runs" if p.fact == CALL_PATH else f"{p.fact} {p.status.value}" for p in weak))
             why.append(unproved_note(tuple(weak)))
         if short:
             message = f"{message} ({'; '.join(short)})"
