@@ -55,7 +55,7 @@ def relative_to(root: str, path: str) -> str:
 
 def module_name(root: str, path: str) -> str | None:
     """`pkg.sub.mod` for `<root>/pkg/sub/mod.py` (or `<root>/src/pkg/...`); None for a
-    path outside the root or not a Python module name."""
+    path outside the root or in a folder with a dot in its name."""
     relative = relative_to(root, path)
     if relative.startswith(".."):
         return None
@@ -69,7 +69,11 @@ def module_name(root: str, path: str) -> str | None:
             break
     if parts[-1] == "__init__":
         parts = parts[:-1]
-    if not parts or not all(p.isidentifier() for p in parts[:-1]):
+    # A folder whose name no import can spell (`multi-nodes-training/`) still holds the
+    # project's scripts, run as `python multi-nodes-training/train.py`: they import the
+    # project's modules and read its facts, and nothing imports them. A dot in a folder's
+    # name would read as a package boundary: such files stay outside.
+    if not parts or not all(p and "." not in p for p in parts[:-1]):
         return None
     return ".".join(parts)
 

@@ -25,8 +25,11 @@ _KERAS2_ONLY = re.compile(r"\boptimizers\.legacy\b|^[ \t]*(?:import|from)[ \t]+t
 # Keras-2-era code (TF 2.1-2.15): the experimental mixed-precision API, TensorFlow's
 # private Keras, `experimental_run_v2`, the generator methods. Weaker than `_KERAS2_ONLY`:
 # it dates the project's code, it does not prove what runs it.
+# The names are those of `mplint.facts.target`'s Keras-2-era list, as code spells them.
 _KERAS2_ERA = re.compile(r"mixed_precision\.experimental\b|mixed_precision[ \t]+import[ \t]+experimental\b"
-                         r"|\.experimental_run_v2\(|\.(?:fit|evaluate|predict)_generator\(|\btensorflow\.python\.keras\b")
+                         r"|\.experimental_run_v2\(|\.(?:fit|evaluate|predict)_generator\(|\btensorflow\.python\.keras\b"
+                         r"|\boptimizers\.experimental\.|\blayers\.experimental\.preprocessing\b|\bwrappers\.scikit_learn\b"
+                         r"|\bOrderedEnqueuer\b|\bhorovod\.tensorflow\.keras\b|\bofficial\.vision\.beta\b")
 _KERAS3_NAMES = ("ops", "config", "random", "tree", "DTypePolicy", "dtype_policies")
 _KERAS3_ONLY = re.compile(r"\bkeras\.(?:%s)\b" % "|".join(_KERAS3_NAMES))
 _BACKEND = re.compile(r"""KERAS_BACKEND['"]?\s*(?:\]\s*=|,)\s*['"](\w+)['"]""")
@@ -97,7 +100,8 @@ def scan_text(text: str, path: str) -> FileScan:
     scan.legacy_keras = sets_legacy_keras(text)
     scan.tf_keras = "tf_keras" in text and _TF_KERAS.search(text) is not None
     scan.keras2_only = ("optimizers.legacy" in text or "tensorflow_addons" in text) and _KERAS2_ONLY.search(text) is not None
-    scan.keras2_era = ("experimental" in text or "_generator(" in text or "python.keras" in text) \
+    scan.keras2_era = ("experimental" in text or "_generator(" in text or "python.keras" in text
+                       or "scikit_learn" in text or "Enqueuer" in text or "horovod" in text or "vision.beta" in text) \
         and _KERAS2_ERA.search(text) is not None
     scan.keras3_only = any(f"keras.{name}" in text for name in _KERAS3_NAMES) and _KERAS3_ONLY.search(text) is not None
     if "KERAS_BACKEND" in text:
