@@ -234,3 +234,21 @@ def test_a_module_trains_only_for_a_call_in_its_code() -> None:
     assert not calls_a_trainer("model.predict(x)\nfit = 3\n")
     assert calls_a_trainer("def broken:\nmodel.fit(x)\n")
     assert not calls_a_trainer("def broken:\n# model.fit(x)\n")
+
+
+def test_keras2_era_code_of_one_module_reaches_every_script(cli, tmp_path: Path) -> None:
+    """`optimizers.experimental` in trainers/base.py says the project targets Keras 2: a
+    loop that scales the Keras 2 way elsewhere, also in a folder no import can spell, gets
+    no Keras 3 advice, not even in the extended tier; without that module it does."""
+    root = _copy(FIXTURES / "projects" / "keras2_era_reaches_every_script", tmp_path)
+
+    def codes() -> list[str]:
+        result = cli(["--no-cache", "--extended", "--output-format", "json", "."], cwd=root)
+        return sorted(f"{f['filename']}:{f['code']}" for f in json.loads(result.stdout))
+
+    assert codes() == []
+    index = ProjectIndex(str(root))
+    assert index.context_for(str(root / "multi-node-scripts" / "run.py")) is not None
+    base = root / "trainers" / "base.py"
+    base.write_text(base.read_text().replace("optimizers.experimental.AdamW", "optimizers.AdamW"))
+    assert "multi-node-scripts/run.py:MP404" in codes() and "trainers/gan.py:MP404" in codes()
