@@ -47,6 +47,13 @@ def has_star_args(call: cst.Call) -> bool:
     return any(a.star in ("*", "**") for a in call.args)
 
 
+def is_super_init(call: cst.Call) -> bool:
+    """`super().__init__(...)` (also `super(Cls, self).__init__(...)`)."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" and isinstance(func.value, cst.Call) \
+        and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
+
+
 def _fresh_keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
     return cst.Arg(
         value=value,

@@ -5,6 +5,7 @@
 
 Only `if`/`elif`/`else` and conditional expressions between the node and its function
 (or the module) count: `if FLAGS.amp: opt = rewrite(opt)` runs under `FLAGS.amp`.
+`branches_to_module(index, node)` gives the `if` statements' conditions up to the module.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from mplint.analysis.index import ModuleIndex
 Guard = list[tuple[cst.BaseExpression, bool]]
 
 
-def guard_of(index: ModuleIndex, node: cst.CSTNode) -> Guard:
+def guard_of(index: ModuleIndex, node: cst.CSTNode, to_module: bool = False) -> Guard:
+    """`to_module`: also the conditions around the functions and classes that hold
+    `node` (a `def` under `if amp:` exists only where `amp` held)."""
     found: Guard = []
     child = node
     for ancestor in index.ancestors(node):
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+        if isinstance(ancestor, cst.Module) or (
+                not to_module and isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef))):
             break
         if isinstance(ancestor, cst.If):
             if child is ancestor.body:
@@ -32,6 +36,13 @@ def guard_of(index: ModuleIndex, node: cst.CSTNode) -> Guard:
         child = ancestor
     found.reverse()
     return found
+
+
+def branches_to_module(index: ModuleIndex, node: cst.CSTNode) -> Guard:
+    """The conditions of the `if` statements (not conditional expressions) around `node`,
+    across its functions and classes up to the module, innermost first."""
+    return [(test, negated) for test, negated in reversed(guard_of(index, node, to_module=True))
+            if isinstance(index.parent_of(test), cst.If)]
 
 
 def name_tests(index: ModuleIndex, node: cst.CSTNode) -> list[tuple[cst.Name, bool]]:

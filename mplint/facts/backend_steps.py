@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value
+from mplint.analysis.calls import arg_value, is_super_init
 from mplint.analysis.names import dotted_name
 from mplint.analysis.values import target_names
 from mplint.facts.training import MODEL_BASES, SCALE_METHODS, OptimizerInfo, Scaling, TrainingLoops
@@ -437,8 +437,7 @@ def _dtype_argument(facts: "ModuleFacts", cls: cst.ClassDef) -> frozenset[str] |
     given = False
     calls = list(_instances(facts, cls))
     for node in facts.index.descendants(cls):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "__init__" \
-                and isinstance(node.func.value, cst.Call) and dotted_name(node.func.value.func) == "super":
+        if isinstance(node, cst.Call) and is_super_init(node):
             calls.append(node)
     for call in calls:
         value = arg_value(call, None, "dtype")

@@ -18,6 +18,7 @@ from typing import Any
 
 import libcst as cst
 
+from mplint.analysis.guards import branches_to_module
 from mplint.analysis.values import FLAG_NAMESPACE_NAMES
 
 # The facts of a module (mplint.facts.module), named, not imported: the module's policy
@@ -51,22 +52,12 @@ def _test_guards(facts: ModuleFacts, test: cst.BaseExpression, truth: bool) -> G
 
 def flag_guards(facts: ModuleFacts, node: cst.CSTNode) -> Guards:
     """The flags whose value the branches around `node` fix (up to the module's top)."""
-    index = facts.index
     found: Guards = {}
-    child: cst.CSTNode = node
-    for ancestor in index.ancestors(node):
-        if isinstance(ancestor, cst.If):
-            in_body = ancestor.body is child or index.contains(ancestor.body, child)
-            orelse = ancestor.orelse
-            in_else = orelse is not None and (orelse is child or index.contains(orelse, child))
-            if not (in_body or in_else):
-                child = ancestor
-                continue  # the test itself
-            for flag, truth in _test_guards(facts, ancestor.test, in_body).items():
-                if found.get(flag, truth) != truth:
-                    return {}  # contradictory tests: dead code, say nothing
-                found.setdefault(flag, truth)
-        child = ancestor
+    for test, negated in branches_to_module(facts.index, node):
+        for flag, truth in _test_guards(facts, test, not negated).items():
+            if found.get(flag, truth) != truth:
+                return {}  # contradictory tests: dead code, say nothing
+            found.setdefault(flag, truth)
     return found
 
 

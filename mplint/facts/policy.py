@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, has_star_args, string_value
+from mplint.analysis.guards import branches_to_module
 from mplint.facts.flag_guards import common_guards, contradicts, flag_guards
 from mplint.facts.policy_flow import constant_truth
 
@@ -162,18 +163,7 @@ def _in_dead_branch(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
     """Whether `node` sits in a branch of an `if` on a constant written in the code (not a
     flag or a parameter) that says the branch never runs: `DEBUG_AMP = False` ... `if
     DEBUG_AMP:`, or the `else` of `if True:`."""
-    index = facts.index
-    child: cst.CSTNode = node
-    for ancestor in index.ancestors(node):
-        if isinstance(ancestor, cst.If):
-            in_body = index.contains(ancestor.body, child) or ancestor.body is child
-            in_else = ancestor.orelse is not None and (ancestor.orelse is child or index.contains(ancestor.orelse, child))
-            if in_body or in_else:
-                truth = constant_truth(facts, ancestor.test)
-                if truth is not None and truth != in_body:
-                    return True
-        child = ancestor
-    return False
+    return any(constant_truth(facts, test) == negated for test, negated in branches_to_module(facts.index, node))
 
 
 class PolicyFacts:

@@ -19,6 +19,8 @@ from typing import Any
 
 import libcst as cst
 
+from mplint.analysis.calls import is_super_init
+from mplint.analysis.guards import branches_to_module
 from mplint.facts.policy_flow import constant_truth
 
 # The facts of a module (mplint.facts.module), named, not imported (module -> rules -> this).
@@ -27,16 +29,11 @@ ModuleFacts = Any
 
 def never_runs(facts: ModuleFacts, node: cst.CSTNode) -> str | None:
     """Why `node` never runs (a few words), or None when it can."""
-    index = facts.index
-    child: cst.CSTNode = node
-    for ancestor in index.ancestors(node):
-        if isinstance(ancestor, cst.If) and child is not ancestor.test:
-            in_body = child is ancestor.body
-            truth = _truth(facts, ancestor.test)
-            if truth is not None and truth[0] != in_body:
-                code = " ".join(facts.module.code_for_node(ancestor.test).split())
-                return f"`if {code}:` is always {'true' if truth[0] else 'false'} here ({truth[1]})"
-        child = ancestor
+    for test, negated in branches_to_module(facts.index, node):
+        truth = _truth(facts, test)
+        if truth is not None and truth[0] == negated:
+            code = " ".join(facts.module.code_for_node(test).split())
+            return f"`if {code}:` is always {'true' if truth[0] else 'false'} here ({truth[1]})"
     return None
 
 
@@ -92,7 +89,7 @@ def _constructor_truths(facts: ModuleFacts, classdef: cst.ClassDef, init: cst.Fu
             or _handed_on(facts, classdef):
         return None  # the class is handed on as a value, or called with `*args`
     truths: list[bool | None] = [_literal_truth(facts, argument) for site, argument in facts.values.arguments(init, param)
-                                 if not _is_super_init(site)]  # a subclass's: followed below
+                                 if not is_super_init(site)]  # a subclass's: followed below
     project = facts.project
     if project is not None:
         for given in project.arguments(f"{classdef.name.value}.__init__", param_name):
@@ -104,7 +101,7 @@ def _constructor_truths(facts: ModuleFacts, classdef: cst.ClassDef, init: cst.Fu
         sub_init = facts.call_graph.method(subclass, "__init__")
         if sub_init is None or sub_init is init:
             return None  # constructed with the base's `__init__`: not followed
-        handed = _handed_to_super(sub_init, param_name)
+        handed = _handed_to_super(facts, sub_init, param_name)
         if handed is None:
             return None
         found = _constructor_truths(facts, subclass, sub_init, handed, depth + 1)
@@ -137,28 +134,14 @@ def _handed_on(facts: ModuleFacts, classdef: cst.ClassDef) -> bool:
     return False
 
 
-def _is_super_init(call: cst.Call) -> bool:
-    func = call.func
-    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" and isinstance(func.value, cst.Call) \
-        and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
-
-
-def _handed_to_super(init: cst.FunctionDef, param_name: str) -> str | None:
+def _handed_to_super(facts: ModuleFacts, init: cst.FunctionDef, param_name: str) -> str | None:
     """The parameter of a subclass's `__init__` that it hands on as `param_name=` to
     `super().__init__(...)`."""
-    for node in _walk(init):
-        if isinstance(node, cst.Call) and _is_super_init(node):
+    for node in facts.index.descendants(init):
+        if isinstance(node, cst.Call) and is_super_init(node):
             argument = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == param_name), None)
             return argument.value if isinstance(argument, cst.Name) else None
     return None
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
 
 
 _UNKNOWN = object()

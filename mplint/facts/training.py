@@ -887,16 +887,12 @@ class TrainingLoops:
         step.apply, step.optimizer = apply, info
 
     def _own_method(self, call: cst.Call) -> cst.FunctionDef | None:
-        """The method of the enclosing class that `self.<method>(...)` calls, when the
-        class defines it itself (a trainer's `apply_gradients`, not an optimizer's)."""
+        """The method of the class itself that `self.<method>(...)` runs (a trainer's
+        `apply_gradients`, not an optimizer's), as the module's call graph resolves it."""
         func = call.func
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
             return None
-        classdef = self.index.enclosing(call, cst.ClassDef)
-        if classdef is None or not isinstance(classdef.body, cst.IndentedBlock):
-            return None
-        return next((s for s in classdef.body.body if isinstance(s, cst.FunctionDef)
-                     and s.name.value == func.attr.value and not self.index.contains(s, call)), None)
+        return next((f for f in self.facts.call_graph.callees(call) if not self.index.contains(f, call)), None)
 
     def _mentions(self, expr: cst.CSTNode, names: set[str]) -> bool:
         if isinstance(expr, cst.Name):
