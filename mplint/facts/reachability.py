@@ -71,8 +71,8 @@ def _attribute_truth(facts: ModuleFacts, test: cst.Attribute) -> tuple[bool, str
     truths = _constructor_truths(facts, classdef, init, param_name, 0)
     if not truths or any(t is None for t in truths) or len(set(truths)) != 1:
         return None
-    return truths[0], f"each `{classdef.name.value}(...)` made in the project (subclasses too) gives `{param_name}` " \
-                      f"{truths[0]}"
+    why = f"each `{classdef.name.value}(...)` made in the project (subclasses too) gives `{param_name}` {truths[0]}"
+    return truths[0], why
 
 
 def _constructor_truths(facts: ModuleFacts, classdef: cst.ClassDef, init: cst.FunctionDef, param_name: str,
