@@ -16,6 +16,7 @@ from mplint.facts.layer_variables import (
     untrained_entry_point,
 )
 from mplint.facts.model_graph import ModelGraph, is_preprocessing_only
+from mplint.facts.model_roles import output_role
 from mplint.facts.policy import PolicySetting, is_global_setter, is_policy_constructor
 from mplint.facts.test_modules import is_test_file
 from mplint.fixes.output_fix import OutputFix, half_dtype
@@ -370,6 +371,16 @@ class Float16ModelOutput(Rule):
     (`tf.cast`, `keras.ops.cast`) and last layers with `dtype="float32"`,
     `dtype=tf.float32` or `dtype=Policy("float32")` are fine.
 
+    The finding rests on a role premise: that the outputs are the model's result. It is
+    proved where the module compiles, fits, evaluates, predicts with, saves or exports
+    the model (through names, attributes, the functions that return it, also as an item
+    of a returned tuple, and the functions it is handed to), puts its call's result into
+    a loss (`loss_fn(y, model(x))`, `loss = ...`), where the model class has its own
+    `train_step`, or where the output is a softmax or sigmoid; inferred where another
+    module of the project does so with what this module's function or class returns;
+    assumed otherwise (a block whose output feeds other layers of a trainer, a model
+    only summarized): those findings are in the extended tier, without a safe fix.
+
     ## Example
     ```python
     keras.mixed_precision.set_global_policy("mixed_float16")
@@ -408,7 +419,7 @@ class Float16ModelOutput(Rule):
     """
 
     code = "MP101"
-    premises = ("policy",)
+    premises = ("policy", ROLE)  # role: the outputs are the model's result (`model_roles`)
     name = "float16-model-output"
     severity = Severity.ERROR
     fix_availability = FixAvailability.SOMETIMES
@@ -437,7 +448,8 @@ class Float16ModelOutput(Rule):
                 f"the output of {model.label} is {half} (last layer `{layer.short_name}` {where}): model outputs "
                 "must be float32"
             )
-            self.report(layer.constructor, message, fix=OutputFix(self, graph, uses).build())
+            self.report(layer.constructor, message, fix=OutputFix(self, graph, uses).build(),
+                        premises=(output_role(graph, model),))
 
 
 # Layers whose output has their input's dtype when the input is not a float.

@@ -89,6 +89,11 @@ class ProjectContext(Protocol):
         """Whether a call in another module uses the model this module's function (or
         class) builds as a part of another model."""
 
+    def final_use_elsewhere(self, key: str, item: int | None = None) -> str | None:
+        """The file of another module that trains, evaluates, predicts with or exports the
+        model this module's function (or class) builds (the `item`th of the tuple it
+        returns), or None."""
+
     def mentions_mixed_precision(self) -> bool:
         """Whether any file of the project names a mixed-precision API or policy (its
         code, tests, examples): a library that never does is not used so by itself."""

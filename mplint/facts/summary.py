@@ -8,7 +8,7 @@ and read when *other* modules are checked:
   functions and under what symbolic policy, and its calls of other project modules;
 - `calls`: those calls' arguments (constants, optimizers), in the order of
   `flow.outgoing`, and whether the call's result (a model) is used as a part of another
-  model there.
+  model there, or consumed as a model's result (trained, predicted, exported: `final`).
 
 What any module *defines* (imports, constants, flags, signatures) is read without
 libcst, by `mplint.project.module_table`.
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from mplint.facts.module import ModuleFacts
 
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5  # 5: calls say whether the module consumes the model a call returns (final)
 _LITERALS = (int, float, str, bool, type(None))
 
 
@@ -51,6 +51,7 @@ def build_summary(facts: "ModuleFacts") -> dict[str, Any]:
 def _calls(facts: "ModuleFacts") -> list[tuple[cst.Call, dict[str, Any]]]:
     """The arguments of the module's calls of other project modules (flow.outgoing order)."""
     from mplint.facts.model_graph import ModelGraph
+    from mplint.facts.model_roles import final_uses
 
     flow = facts.policy.flow
     graph = facts.analysis(ModelGraph) if flow.outgoing_calls else None
@@ -70,6 +71,7 @@ def _calls(facts: "ModuleFacts") -> list[tuple[cst.Call, dict[str, Any]]]:
             "args": positional,
             "kwargs": keywords if positional is not None else {},
             "part": graph is not None and graph.is_part_of_a_model(call),  # the result goes into another model
+            "final": final_uses(graph, call) if graph is not None else [],  # ... or is trained, predicted, exported
         }))
     return found
 

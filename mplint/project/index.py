@@ -1161,6 +1161,17 @@ class ProjectIndex:
     def used_as_part(self, module: str, key: str) -> bool:
         """Whether a call of `module`'s function or class `key` in another (non-test)
         module uses what it returns as a part of another model."""
+        return self._caller_where(module, key, lambda call: call.get("part")) is not None
+
+    def final_use_elsewhere(self, module: str, key: str, item: int | None = None) -> str | None:
+        """The path of another (non-test) module whose call of `module`'s function or
+        class `key` trains, evaluates, predicts with or exports what it returns (the
+        `item`th value of the tuple it returns)."""
+        return self._caller_where(module, key, lambda call: item in (call.get("final") or ()))
+
+    def _caller_where(self, module: str, key: str, holds) -> str | None:
+        """The path of the first (non-test) module calling `module`'s `key` where the
+        call's summary `holds`."""
         top = key.split(".")[0].split("#")[0]
         for importer in sorted(self._callers_of(module, top)):
             summary = self.summary(importer)
@@ -1168,9 +1179,9 @@ class ProjectIndex:
                 continue
             for (_, callee, _), call in zip(summary["flow"]["outgoing"], summary["calls"]):
                 target = self.definition(callee)
-                if target is not None and target[0] == module and target[1] == key and call.get("part"):
-                    return True
-        return False
+                if target is not None and target[0] == module and target[1] == key and holds(call):
+                    return self._relpath(self.path_of[importer])
+        return None
 
     def _callers_of(self, module: str, name: str) -> set[str]:
         """Non-test modules that import `module` (or a package re-exporting from it) and
@@ -1312,6 +1323,9 @@ class ModuleContext:
 
     def used_as_part(self, key: str) -> bool:
         return False if self._record else self.index.used_as_part(self.module, key)
+
+    def final_use_elsewhere(self, key: str, item: int | None = None) -> str | None:
+        return None if self._record else self.index.final_use_elsewhere(self.module, key, item)
 
     def mentions_mixed_precision(self) -> bool:
         return True if self._record else self.index.mentions_mixed_precision()
