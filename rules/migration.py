@@ -674,8 +674,9 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                         continue  # mapped with the Policy / LossScaleOptimizer it is passed to
             if is_tf1_graph_code(facts):
                 self._not_blocking.add(id(node))
-                self.report(node, f"`{code(facts, node)}` is TF 1.x's loss-scale class (deprecated): TF 2.21 has it only as "
-                                  f"`tf.compat.v1.mixed_precision.{LOSS_SCALES_GONE[qualified]}`", severity=Severity.INFO)
+                same = "tf.compat.v1." + qualified.removeprefix("tensorflow.")
+                self.report(node, f"`{code(facts, node)}` is TF 1.x's loss-scale class: TF 2.21 keeps it only under "
+                                  f"`tf.compat.v1` (`{same}`)", severity=Severity.INFO)
                 continue
             message = f"`{code(facts, node)}` is gone from TF 2.21 (AttributeError)"
             fix = None
@@ -807,8 +808,8 @@ def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, targe
             Severity.INFO if family is None else Severity.WARNING
     if family == KERAS:
         if keras2:
-            return (f"{spelled} rejects the Keras optimizers of TF 2.11+ (ValueError; only `tf.keras.optimizers.legacy` "
-                    "ones pass) and raises ValueError under a Keras mixed policy"), Severity.ERROR
+            return (f"{spelled} rejects TF 2.11+ Keras optimizers but `optimizers.legacy` ones, and any under a Keras "
+                    "mixed policy (ValueError)"), Severity.ERROR
         return f"{spelled} rejects Keras 3 optimizers (ValueError)", Severity.ERROR
     return (f"{spelled} is deprecated: it accepts only TF 1.x and Keras 2 legacy optimizers (ValueError for other "
             "Keras optimizers)"), Severity.WARNING
@@ -1084,6 +1085,14 @@ class GraphRewriteApi(MigrationRule):
             self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NGC containers, where the Keras policy "
                               "this code sets counts: the switch can go", fix=fix, severity=Severity.INFO)
             return
+        rewrite = next((c for c in facts.calls_by_name if c in GRAPH_REWRITE), None)
+        if rewrite is not None:
+            # the graph rewrite this code calls is what gives it mixed precision outside NGC
+            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NGC containers, where the graph rewrite "
+                              f"this code calls (`{rewrite.rsplit('.', 1)[-1]}`) counts: the switch can go",
+                        severity=Severity.INFO,
+                        detail="TensorFlow 2.21 ignores the switch; MP403 reports the graph rewrite on its own")
+            return
         # "trains in float32" holds only on stock TensorFlow: in an NGC container the switch works.
         build = stock_tensorflow_premise(facts)
         message = (f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NVIDIA's NGC containers, so this trains in "
@@ -1275,10 +1284,14 @@ class LossScaleApiMismatch(MigrationRule):
         method = call.func.attr.value  # type: ignore[union-attr]
         if self._object_keras(loops.optimizer(call.func.value, call)) == KERAS2:  # type: ignore[union-attr]
             return False  # a tf_keras LossScaleOptimizer: its Keras 2 methods are right
-        if loops.optimizer(call.func.value, call).generation in ("experimental", "graph_rewrite"):  # type: ignore[union-attr]
+        receiver = loops.optimizer(call.func.value, call)  # type: ignore[union-attr]
+        held = [receiver.generation] + [o.generation for o in loops.alternatives(call.func.value, call)]  # type: ignore[union-attr]
+        if any(generation in ("experimental", "graph_rewrite") for generation in held):
             # the TF 2.1-2.8 experimental LossScaleOptimizer (also what TF 2.x's graph
             # rewrite returns for a Keras optimizer) has these methods: MP401/MP403 report
-            # its constructor, and this call becomes a mismatch only once that migrates
+            # its constructor, and this call becomes a mismatch only once that migrates.
+            # Also where it is one of what the attribute can hold (the others being plain
+            # optimizers, which have no loss-scaling method at all): the call is written for it
             return False
         return self._receiver_is_optimizer(loops, call, method) and len(positional(call)) == 1 \
             and not self._guarded(call, method)

@@ -216,3 +216,18 @@ def test_float16_preprocessing_rounds_at_every_step() -> None:
     assert result["dtypes"] == ["float16", "float16"]
     assert result["one_step_differs"] == 0
     assert result["chained_differs"] > 100
+
+
+def test_the_compat_v1_path_mp401_names_for_tf1_loss_scales_exists() -> None:
+    """MP401 tells TF1 code that TF 2.21 keeps its loss-scale class under `tf.compat.v1`
+    at the same path: every path the message can name resolves in TF 2.21."""
+    source = ("import tensorflow as tf\n"
+              "with tf.Session() as sess:\n"
+              "    a = tf.train.experimental.DynamicLossScale()\n"
+              "    b = tf.mixed_precision.experimental.FixedLossScale(128)\n"
+              "    c = tf.mixed_precision.DynamicLossScale()\n")
+    findings, _ = lint_and_fix(source, frozenset({"MP401"}), "keras2")
+    named = sorted({m for f in findings for m in re.findall(r"`(tf\.compat\.v1\.[\w.]+)`", f.message)})
+    assert len(named) == 3, [f.message for f in findings]
+    found = run_tf(f"import tensorflow as tf\nemit({{p: bool(eval(p)) for p in {named!r}}})\n")[-1]
+    assert all(found.values()), found

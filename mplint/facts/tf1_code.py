@@ -13,7 +13,8 @@ What TensorFlow 2.21 does with `tf.compat.v1.mixed_precision.enable_mixed_precis
 A module is TF 1.x graph code when it calls `tf.compat.v1` APIs (other than the graph rewrite
 itself) or APIs only TF 1.x has at the top level (sessions, placeholders, variable scopes,
 estimators, `tf.contrib`, `tf.train.*Optimizer`): there is no Keras model to move to a Keras
-mixed policy, and a "use the Keras API" finding does not apply.
+mixed policy, and a "use the Keras API" finding does not apply. The `tf.compat.v1` calls TF 2
+Keras scripts make to configure the GPU (`ConfigProto`, `Session(config=...)`) do not count.
 """
 
 from __future__ import annotations
@@ -102,10 +103,21 @@ def _module_class(facts: "ModuleFacts", name: str) -> cst.ClassDef | None:
     return found[0] if len(found) == 1 else None
 
 
+# `tf.compat.v1` names TF 2 Keras scripts call to configure the GPU (`config =
+# tf.compat.v1.ConfigProto(); config.gpu_options.allow_growth = True;
+# tf.compat.v1.Session(config=config)`) or logging: they say nothing of graph code.
+_SESSION_SETUP = frozenset(
+    f"tensorflow.compat.v1.{name}"
+    for name in ("ConfigProto", "GPUOptions", "Session", "InteractiveSession", "keras.backend.set_session",
+                 "keras.backend.get_session", "logging.set_verbosity", "set_random_seed")
+)
+
+
 def is_tf1_graph_code(facts: "ModuleFacts") -> bool:
     """Whether the module is TF 1.x graph code (see the module docstring)."""
     for qualified in facts.calls_by_name:
-        if qualified in GRAPH_REWRITE or qualified.startswith("tensorflow.compat.v1.mixed_precision."):
+        if qualified in GRAPH_REWRITE or qualified.startswith("tensorflow.compat.v1.mixed_precision.") \
+                or qualified in _SESSION_SETUP:
             continue
         if qualified.startswith("tensorflow.compat.v1.") or qualified in _TF1_ONLY \
                 or qualified.startswith(_TF1_ONLY_PREFIXES) or optimizer_kind(qualified) == V1:

@@ -272,16 +272,22 @@ class TrainingLoops:
                     self._bind(statement, element.value, value, i)
 
     def self_class(self, name: cst.Name) -> cst.ClassDef | None:
-        """The class whose instance `name` is, when `name` is a method's first parameter."""
+        """The class whose instance `name` is, when `name` is a method's first parameter
+        (also read in a function nested in the method: `def train_step(x, y):` in `fit`)."""
         function = self.index.enclosing(name, cst.FunctionDef)
-        if function is None:
-            return None
-        params = function.params.params or function.params.posonly_params
-        if not params or params[0].name.value != name.value:
-            return None
-        parent = self.index.parent_of(function)
-        grand = self.index.parent_of(parent) if parent is not None else None
-        return grand if isinstance(grand, cst.ClassDef) else None
+        while function is not None:
+            params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
+            if any(p.name.value == name.value for p in params):
+                first = function.params.posonly_params or function.params.params
+                if not first or first[0].name.value != name.value:
+                    return None
+                parent = self.index.parent_of(function)
+                grand = self.index.parent_of(parent) if parent is not None else None
+                return grand if isinstance(grand, cst.ClassDef) else None
+            if self._names.get((id(function), name.value)):
+                return None  # rebound in the nested function
+            function = self.index.enclosing(function, cst.FunctionDef)
+        return None
 
     def name_bindings(self, name: cst.Name) -> tuple[cst.CSTNode | None, list[_Binding]]:
         """(scope, bindings) of the nearest scope binding `name`; (function, []) for a parameter."""
@@ -393,6 +399,20 @@ class TrainingLoops:
                 return OptimizerInfo(label, "compiled", kind="keras")
         return OptimizerInfo(label, "unknown")
 
+    def alternatives(self, expr: cst.BaseExpression, at: cst.CSTNode) -> list[OptimizerInfo]:
+        """Each optimizer a `self.<attr>` can hold at `at` where its bindings disagree
+        (`self.opt = Adam()`, then `if amp: self.opt = enable_mixed_precision_graph_rewrite(self.opt)`);
+        [] for anything else."""
+        if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
+            return []
+        owner = self.self_class(expr.value)
+        if owner is None:
+            return []
+        usable = [b for b in self._attributes.get((id(owner), expr.attr.value), [])
+                  if not self.index.contains(b.statement, at)]
+        live = [b for i, b in enumerate(usable) if not any(self._overrides(later, b) for later in usable[i + 1:])]
+        return [self._evaluate(b.value, b, 1) for b in live] if len(live) > 1 else []
+
     def _attribute_agrees(self, info: OptimizerInfo, usable: list[_Binding], depth: int) -> bool:
         """Whether every binding of a `self.` attribute that can be in force gives the same
         kind of optimizer as the last one (`info`). A binding is overridden by a later one
@@ -460,6 +480,11 @@ class TrainingLoops:
         return self._evaluate(value, None, 0)
 
     def _compiled(self, name: str) -> bool:
+        """`name.compile(...)` in the module: the model `name` is compiled. Not `self`: a
+        method's `self` whose class mplint cannot tell may be a trainer with a `compile` of
+        its own, whose `self.optimizer` no Keras compile wraps."""
+        if name in ("self", "cls"):
+            return False
         for call in self.index.nodes(cst.Call):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "compile" and isinstance(func.value, cst.Name) \
