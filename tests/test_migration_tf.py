@@ -101,6 +101,12 @@ MIGRATIONS = {
     "MP403/rewrite_under_a_params_lookup": ("AttributeError", [
         "isinstance(model.optimizer, LSO) and model.layers[0].compute_dtype == 'float16'",
     ]),
+    "MP403/env_var_in_a_keras_script_that_configures_its_session": (None, [
+        "model.layers[0].compute_dtype == 'float16'",
+    ]),
+    "MP403/env_var_beside_the_graph_rewrite": ("ValueError", [
+        "policy() == 'mixed_float16' and isinstance(optimizer, LSO)",
+    ]),
     "MP403/env_var_beside_the_policy": (None, [
         "len(predict(lambda: tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)]), "
         "[tf.zeros((1, 2))], mixed=True)) == 1 and policy() == 'mixed_float16'",

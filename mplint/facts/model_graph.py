@@ -859,20 +859,28 @@ class ModelGraph:
         """The module's function a call passes `argument` to lists the parameter it binds
         among a Sequential's layers, or passes it to a layer or model constructor (which
         parameter an argument binds: `ValueResolver.arguments`)."""
-        call = self.index.parent_of(argument)
-        if not isinstance(call, cst.Call) or depth > 3:
+        if depth > 3:
             return False
+        for use in self.parameter_reads(argument):
+            holder = self.index.parent_of(use)
+            if isinstance(holder, (cst.Element, cst.Arg)) and self._used_as_part(use):
+                return True
+        return False
+
+    def parameter_reads(self, argument: cst.Arg) -> list[cst.Name]:
+        """The reads of the parameter `argument` binds in the module's functions its call
+        runs (which parameter an argument binds: `ValueResolver.arguments`)."""
+        call = self.index.parent_of(argument)
+        if not isinstance(call, cst.Call):
+            return []
+        reads = []
         for function in self.facts.call_graph.callees(call):
             params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
             for param in params:
-                if not any(site is call and given is argument.value
-                           for site, given in self.facts.values.arguments(function, param)):
-                    continue
-                for use in self.name_loads(function, param.name.value):
-                    holder = self.index.parent_of(use)
-                    if isinstance(holder, (cst.Element, cst.Arg)) and self._used_as_part(use):
-                        return True
-        return False
+                if any(site is call and given is argument.value
+                       for site, given in self.facts.values.arguments(function, param)):
+                    reads += self.name_loads(function, param.name.value)
+        return reads
 
     def _result_feeds_another_model(self, call: cst.Call) -> bool:
         """What an (eager) call of a model returns goes into a call of another model or

@@ -207,16 +207,10 @@ class ModelRoles:
         if qualified in EXPORTERS or "export" in name.lower():
             return Status.PROVED, f"exported by `{name}()`"
         best: Evidence | None = None
-        for function in self.facts.call_graph.callees(call):
-            params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-            for param in params:
-                if not any(site is call and given is argument.value
-                           for site, given in self.facts.values.arguments(function, param)):
-                    continue
-                for use in self.graph.name_loads(function, param.name.value):
-                    best = _better(best, self.of_value(use, depth + 1))
-                    if best is not None and best[0] is Status.PROVED:
-                        return best
+        for use in self.graph.parameter_reads(argument):
+            best = _better(best, self.of_value(use, depth + 1))
+            if best is not None and best[0] is Status.PROVED:
+                return best
         return best
 
     def _result_in_a_loss(self, application: cst.Call) -> Evidence | None:
