@@ -419,6 +419,13 @@ class ModelGraph:
             first = False
         return inner
 
+    def loads_after(self, scope: cst.CSTNode, name: str, statement: cst.CSTNode) -> list[cst.Name]:
+        """The reads of `scope`'s variable `name` that can see what `statement` binds: those
+        after it, and those in nested functions (one defined earlier runs later, once it is
+        called)."""
+        return [use for use in self.name_loads(scope, name)
+                if not (self.index.before(use, statement) and scope_of(self.facts, use) is scope)]
+
     def _is_load(self, node: cst.Name) -> bool:
         parent = self.index.parent_of(node)
         if isinstance(parent, cst.Attribute) and parent.attr is node:
@@ -740,14 +747,14 @@ class ModelGraph:
         Keras builds a Functional model from it."""
         found = []
         for kind, classdef in self._class_kinds.values():
-            if kind != "model" or classdef is None or self._overrides(classdef, ("call", "__init__")):
+            if kind != "model" or classdef is None or self.overrides(classdef, ("call", "__init__")):
                 continue
-            for call in self._calls_of(classdef.name.value):
+            for call in self.calls_of(classdef.name.value):
                 if get_arg(call, 1, "outputs") is not None:
                     found.append(call)
         return found
 
-    def _overrides(self, classdef: cst.ClassDef, names: tuple[str, ...], depth: int = 0) -> bool:
+    def overrides(self, classdef: cst.ClassDef, names: tuple[str, ...], depth: int = 0) -> bool:
         """Whether the class (or a base class of the module) defines one of `names`."""
         if depth > 8:
             return False
@@ -755,7 +762,7 @@ class ModelGraph:
             return True
         for base in classdef.bases:
             local = self._class_kinds.get(base.value.value) if isinstance(base.value, cst.Name) else None
-            if local is not None and local[1] is not None and self._overrides(local[1], names, depth + 1):
+            if local is not None and local[1] is not None and self.overrides(local[1], names, depth + 1):
                 return True
         return False
 
@@ -812,10 +819,7 @@ class ModelGraph:
         if bound is None:
             return False
         name, statement = bound
-        scope = scope_of(self.facts, node)
-        for use in self.name_loads(scope, name):
-            if self.index.before(use, statement) and scope_of(self.facts, use) is scope:
-                continue  # (a nested function defined earlier runs later, once it is called)
+        for use in self.loads_after(scope_of(self.facts, node), name, statement):
             use_parent = self.index.parent_of(use)
             if isinstance(use_parent, cst.Call) and use_parent.func is use:
                 if any(self.is_symbolic(a.value) for a in use_parent.args):
@@ -925,16 +929,16 @@ class ModelGraph:
         function = self.index.function_of(returned)
         if function is None:
             return False
-        if any(self._is_component(c, depth + 1) for c in self._calls_of_function(function)):
+        if any(self._is_component(c, depth + 1) for c in self.calls_of_function(function)):
             return True
         return self._part_elsewhere(self.facts.call_graph.key_of(function))
 
-    def _calls_of_function(self, function: cst.FunctionDef) -> list[cst.Call]:
+    def calls_of_function(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The module's calls of `function`: by its plain name, or, for a method, the
         calls the call graph resolves to it (`self.build_feature_extractor()`)."""
         graph = self.facts.call_graph
         if graph.owner(function) is None:
-            return self._calls_of(function.name.value)
+            return self.calls_of(function.name.value)
         return [site for site in graph.sites_of(function) if isinstance(site, cst.Call)]
 
     def _used_as_part(self, node: cst.CSTNode) -> bool:
@@ -1000,7 +1004,7 @@ class ModelGraph:
         return False
 
     def _class_is_component(self, classdef: cst.ClassDef) -> bool:
-        if any(self._is_component(call) for call in self._calls_of(classdef.name.value)):
+        if any(self._is_component(call) for call in self.calls_of(classdef.name.value)):
             return True
         return self._part_elsewhere(self.facts.call_graph.class_keys[id(classdef)])
 
@@ -1015,7 +1019,7 @@ class ModelGraph:
         project = self.facts.project
         return project is not None and project.used_as_part(key)
 
-    def _calls_of(self, name: str) -> list[cst.Call]:
+    def calls_of(self, name: str) -> list[cst.Call]:
         """Calls of a plain name (`build_model(...)`, `Classifier(...)`)."""
         if self._calls_by_func_name is None:
             self._calls_by_func_name = {}

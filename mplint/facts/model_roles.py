@@ -91,14 +91,14 @@ class ModelRoles:
 
     # -- a model class -----------------------------------------------------------------------
     def _of_class(self, classdef: cst.ClassDef) -> Evidence | None:
-        if self.graph._overrides(classdef, ("train_step", "compute_loss", "test_step")):
+        if self.graph.overrides(classdef, ("train_step", "compute_loss", "test_step")):
             return Status.PROVED, f"`{classdef.name.value}` trains itself (`train_step`)"
         best: Evidence | None = None
         for node in self.index.descendants(classdef):  # `self.compile(...)` in its own code
-            if isinstance(node, cst.Attribute) and is_self(node.value) and node.attr.value in CONSUMING_METHODS:
-                if isinstance(self.index.parent_of(node), cst.Call):
-                    return Status.PROVED, f"`self.{node.attr.value}()`"
-        for call in self.graph._calls_of(classdef.name.value):
+            if isinstance(node, cst.Attribute) and is_self(node.value) and node.attr.value in CONSUMING_METHODS \
+                    and isinstance(self.index.parent_of(node), cst.Call):
+                return Status.PROVED, f"`self.{node.attr.value}()`"
+        for call in self.graph.calls_of(classdef.name.value):
             best = _better(best, self.of_value(call, 1))
             if best is not None and best[0] is Status.PROVED:
                 return best
@@ -173,12 +173,9 @@ class ModelRoles:
         return best
 
     def _uses_of_name(self, node: cst.CSTNode, assign: cst.CSTNode, name: str, depth: int) -> Evidence | None:
-        scope = scope_of(self.facts, node)
         statement = self.index.statement_of(assign) or assign
         best: Evidence | None = None
-        for use in self.graph.name_loads(scope, name):
-            if self.index.before(use, statement) and scope_of(self.facts, use) is scope:
-                continue
+        for use in self.graph.loads_after(scope_of(self.facts, node), name, statement):
             best = _better(best, self.of_value(use, depth + 1))
             if best is not None and best[0] is Status.PROVED:
                 return best
@@ -189,7 +186,7 @@ class ModelRoles:
         if function is None:
             return None
         best: Evidence | None = None
-        for call in self.graph._calls_of_function(function):
+        for call in self.graph.calls_of_function(function):
             best = _better(best, self.of_value(call, depth + 1, item))
             if best is not None and best[0] is Status.PROVED:
                 return best

@@ -382,8 +382,7 @@ class TrainingLoops:
             attr = expr.attr.value
             owner = self.self_class(expr.value)
             if owner is not None:
-                bindings = self._attributes.get((id(owner), attr), [])
-                usable = [b for b in bindings if not self.index.contains(b.statement, at)]
+                usable = self._usable_bindings(owner, attr, at)
                 if usable:
                     binding = usable[-1]
                     info = self._evaluate(binding.value, binding, depth + 1)
@@ -408,10 +407,16 @@ class TrainingLoops:
         owner = self.self_class(expr.value)
         if owner is None:
             return []
-        usable = [b for b in self._attributes.get((id(owner), expr.attr.value), [])
-                  if not self.index.contains(b.statement, at)]
-        live = [b for i, b in enumerate(usable) if not any(self._overrides(later, b) for later in usable[i + 1:])]
+        live = self._live(self._usable_bindings(owner, expr.attr.value, at))
         return [self._evaluate(b.value, b, 1) for b in live] if len(live) > 1 else []
+
+    def _usable_bindings(self, owner: cst.ClassDef, attr: str, at: cst.CSTNode) -> list[_Binding]:
+        """The bindings of `self.<attr>` in the class, but the one whose statement holds `at`."""
+        return [b for b in self._attributes.get((id(owner), attr), []) if not self.index.contains(b.statement, at)]
+
+    def _live(self, usable: list[_Binding]) -> list[_Binding]:
+        """The bindings no later one of the same function always overrides."""
+        return [b for i, b in enumerate(usable) if not any(self._overrides(later, b) for later in usable[i + 1:])]
 
     def _attribute_agrees(self, info: OptimizerInfo, usable: list[_Binding], depth: int) -> bool:
         """Whether every binding of a `self.` attribute that can be in force gives the same
@@ -420,8 +425,7 @@ class TrainingLoops:
         can be in force (which method ran last depends on the callers): `__init__` wraps
         the optimizer in a LossScaleOptimizer, `change_params(learning_rate=...)` builds a
         plain one."""
-        live = [b for i, b in enumerate(usable)
-                if not any(self._overrides(later, b) for later in usable[i + 1:])]
+        live = self._live(usable)
         if len(live) < 2:
             return True
         wanted = (info.origin, info.generation, info.kind)

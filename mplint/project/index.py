@@ -1005,7 +1005,8 @@ class ProjectIndex:
         """The flags every module that brings a mixed policy into `module` requires of its
         settings (`if args.fp16:`); {} where one of them sets it without such a flag, or
         only passes on what its callers set."""
-        from mplint.facts.flag_guards import common_guards  # libcst: not for files without mixed precision
+        # imported here: it loads libcst, which files without mixed precision never need
+        from mplint.facts.flag_guards import common_guards
 
         if module not in self._carriers:
             self.mixed_policies(module)
