@@ -28,6 +28,7 @@ Decisions (also in docs/tensor-cores.md):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -189,19 +190,39 @@ class TensorCoreFindings:
         embedding's `input_dim` costs Tensor Core work only where a layer projects onto
         the vocabulary (a layer of the same size, from the same value) or the table's
         weights are read (tied to an output projection)."""
-        literals = {id(s.literal) for s in embedding.value.sources}
-        for site in self.sites.layer_sites:
-            if site.code == MP304 and site.label == "input_dim":
-                continue
-            if site.value.value == embedding.value.value or any(id(s.literal) in literals for s in site.value.sources):
-                layer = callee_name(site.layer if site.layer is not None else site.call) or "layer"
-                return Premise(ROLE, "the vocabulary is a matmul's width", Status.PROVED,
-                               f"a `{layer}` of this module has the vocabulary's size")
-        if any(a.attr.value == "embeddings" for a in self.facts.index.nodes(cst.Attribute)):
+        by_value, by_literal = self._projection_sites
+        found = [by_value.get(embedding.value.value)]  # an int: `_pending` keeps no other
+        found.extend(by_literal.get(id(s.literal)) for s in embedding.value.sources)
+        first = min((i for i in found if i is not None), default=None)
+        if first is not None:
+            site = self.sites.layer_sites[first]
+            layer = callee_name(site.layer if site.layer is not None else site.call) or "layer"
+            return Premise(ROLE, "the vocabulary is a matmul's width", Status.PROVED,
+                           f"a `{layer}` of this module has the vocabulary's size")
+        if self._reads_embedding_weights:
             return Premise(ROLE, "the vocabulary is a matmul's width", Status.PROVED,
                            "the module reads an embedding table's weights (`.embeddings`: tied to a projection)")
         return Premise(ROLE, "the vocabulary is a matmul's width", Status.ASSUMED,
                        "no layer of this module projects onto the vocabulary, and a lookup is a gather, not a matmul")
+
+    @functools.cached_property
+    def _projection_sites(self) -> tuple[dict[object, int], dict[int, int]]:
+        """The first layer site (not an embedding's `input_dim`) of each size value and of
+        each literal: what `_vocabulary_premise` asks of every embedding, built once."""
+        by_value: dict[object, int] = {}
+        by_literal: dict[int, int] = {}
+        for i, site in enumerate(self.sites.layer_sites):
+            if site.code == MP304 and site.label == "input_dim":
+                continue
+            if isinstance(site.value.value, (int, float)):  # only a number can equal an int
+                by_value.setdefault(site.value.value, i)
+            for source in site.value.sources:
+                by_literal.setdefault(id(source.literal), i)
+        return by_value, by_literal
+
+    @functools.cached_property
+    def _reads_embedding_weights(self) -> bool:
+        return any(a.attr.value == "embeddings" for a in self.facts.index.nodes(cst.Attribute))
 
     @staticmethod
     def _vocabulary_sized(site: SizeSite, literals: set[int], values: set[object]) -> bool:
