@@ -129,6 +129,11 @@ class Float16Variables(Rule):
     optimizer: inference and checkpoint conversion keep float16 weights on purpose) the
     finding is an info in the extended tier, without a fix.
 
+    Not reported where the code runs on TensorFlow 1.x or one older than 2.1 (the file
+    calls TF 1.x-only APIs, or the project's pins, image, README or last commit say so):
+    the `mixed_` policies came with TF 2.1, and float16 variables with a loss scale were
+    the only mixed precision before them.
+
     ## Why is this bad?
     Under a pure float16 policy the layer's *variables* are float16 too, not only its
     computations. Weight updates smaller than float16's resolution (about 1e-3 relative)
@@ -171,6 +176,8 @@ class Float16Variables(Rule):
     def check(self) -> None:
         if is_test_file(self.facts.path):
             return  # a test picks its dtypes on purpose (a float16 reference, a dtype under test)
+        if self.facts.tensorflow_target.predates_mixed_policies:
+            return  # TF 1.x / TF < 2.1: no mixed policy to advise, float16 variables were the way
         policy = self.facts.policy
         for setting in policy.global_settings:
             self._check_setting(setting, "global policy")

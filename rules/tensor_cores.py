@@ -47,6 +47,7 @@ from mplint.facts.size_sites import (
 
 from mplint.facts.cpu_only import CpuOnly
 from mplint.facts.test_modules import is_test_file
+from mplint.facts.width_ties import reshaped_output, width_tie
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -183,6 +184,15 @@ class TensorCoreFindings:
         for item in pending:
             if item.site.code == MP304 and item.site.label == "input_dim":
                 item.premises = (self._vocabulary_premise(item.site),)
+            elif item.code == MP304 and item.site.label == "output_dim" and item.site.layer is not None:
+                reshaped = reshaped_output(self.facts, item.site.layer)
+                if reshaped is not None:
+                    item.premises = (Premise(ROLE, "the width is a matmul's", Status.ASSUMED, reshaped),)
+            elif item.code in (MP301, MP302) and item.site.layer is not None:
+                tie = width_tie(self.facts, item.site.layer)
+                if tie is not None:  # rounding this layer alone breaks the model
+                    item.premises = (Premise(ROLE, "the width is a free choice", Status.ASSUMED, tie),)
+                    item.reason, item.source = "round the tied widths together", None
         self._emit(pending)
 
     def _vocabulary_premise(self, embedding: SizeSite) -> Premise:

@@ -426,6 +426,31 @@ class ModelGraph:
         return [use for use in self.name_loads(scope, name)
                 if not (self.index.before(use, statement) and scope_of(self.facts, use) is scope)]
 
+    def reads_reached_by(self, value: cst.BaseExpression, name: str) -> list[cst.Name]:
+        """The reads of `name` that its binding to `value` (`name = value`) may reach: in
+        its scope, those with no binding in between that certainly runs first (a binding
+        in one branch of an `if` leaves the other's reaching the read); reads in nested
+        functions, as `loads_after` keeps them."""
+        statement = self.index.statement_of(value) or value
+        scope = scope_of(self.facts, value)
+        bindings = self.bindings.in_scope(scope, name)
+        positions = self.bindings.positions(scope, name)
+        found = []
+        for read in self.loads_after(scope, name, statement):
+            if scope_of(self.facts, read) is not scope:
+                found.append(read)
+                continue
+            split = bisect.bisect_left(positions, self.index.position_in_order(read))
+            for binding in reversed(bindings[:split]):
+                if self.index.contains(binding.node, read):
+                    continue
+                if binding.value is value:
+                    found.append(read)
+                    break
+                if self.control(binding.node, scope) <= self.control(read, scope):
+                    break  # re-bound on every path to the read
+        return found
+
     def _is_load(self, node: cst.Name) -> bool:
         parent = self.index.parent_of(node)
         if isinstance(parent, cst.Attribute) and parent.attr is node:

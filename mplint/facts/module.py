@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from mplint.facts.backend import Backend, Evidence
     from mplint.facts.call_graph import CallGraph
     from mplint.facts.project_context import ProjectContext
-from mplint.facts.target import Target, dated_target, decide_target
+from mplint.facts.target import Target, dated_target, decide_target, is_tf1_only_name
+from mplint.facts.version_guards import tensorflow1_only
 
 T = TypeVar("T")
 
@@ -88,11 +89,14 @@ class ModuleFacts:
 
     @cached_property
     def target(self) -> Target:
-        used = {name for name in self.calls_by_name}
+        reads: dict[str, list[cst.CSTNode]] = {name: list(calls) for name, calls in self.calls_by_name.items()}
         for node in self.index.nodes(cst.Attribute):
             qualified = self.names.qualified(node)
             if qualified is not None:
-                used.add(qualified)
+                reads.setdefault(qualified, []).append(node)
+        # TF 1.x-only names under `if tf.__version__.startswith("1."):` are compatibility code
+        used = {name for name, nodes in reads.items()
+                if not is_tf1_only_name(name) or not all(tensorflow1_only(self, n) for n in nodes)}
         project = self.project.target() if self.project is not None else None
         era = self.project.era_target() if self.project is not None else None
         return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project,

@@ -100,6 +100,11 @@ TF1_ONLY_PREFIXES = ("tensorflow.contrib.", "tensorflow.logging.", "tensorflow.l
 _TF1_OPTIMIZER = re.compile(r"^tensorflow\.train\.\w+Optimizer$")
 
 
+def is_tf1_only_name(qualified: str) -> bool:
+    """A top-level API that only TensorFlow 1.x has (`tf.Session`, `tf.contrib.*`, `tf.train.AdamOptimizer`)."""
+    return qualified in TF1_ONLY_NAMES or qualified.startswith(TF1_ONLY_PREFIXES) or bool(_TF1_OPTIMIZER.match(qualified))
+
+
 @dataclass(frozen=True)
 class Target:
     keras: str  # KERAS2 or KERAS3
@@ -126,10 +131,20 @@ class Target:
     # The day the repository last changed, where that (not a declaration) bounds its TensorFlow
     # (`mplint.facts.file_history`): configuring `target` says the code runs elsewhere now.
     dated: str | None = None
+    # The file calls TF 1.x-only APIs outside any version check (`tf.Session`, `tf.contrib`):
+    # it runs on TensorFlow 1.x, whatever the project declares elsewhere.
+    tf1_code: bool = False
 
     def runs_before(self, version: tuple[int, int]) -> bool:
         """The evidence says the code runs on a TensorFlow older than `version`."""
         return self.newest_tensorflow is not None and self.newest_tensorflow < version
+
+    @property
+    def predates_mixed_policies(self) -> bool:
+        """TensorFlow 1.x or older than 2.1 (`mixed_float16` came with TF 2.1), or standalone
+        Keras on such a TensorFlow: float16 variables with a loss scale were its only
+        mixed precision."""
+        return self.tf1 or self.tf1_code or self.runs_before((2, 1))
 
     @property
     def display(self) -> str:
@@ -342,10 +357,9 @@ def _decide_target(
         return Target(KERAS2, "the file imports tf_keras"), "file"
     if any(m == "keras_core" or m.startswith("keras_core.") for m in imported_modules):
         return Target(KERAS3, "the file imports keras_core (Keras 3's preview)"), "file"
-    tf1 = next((n for n in sorted(used_names) if n in TF1_ONLY_NAMES or n.startswith(TF1_ONLY_PREFIXES)
-                or _TF1_OPTIMIZER.match(n)), None)
+    tf1 = next((n for n in sorted(used_names) if is_tf1_only_name(n)), None)
     if tf1 is not None:
-        return Target(KERAS2, f"the file uses TF 1.x-only `{tf1}`", before_stable_api=True), "file"
+        return Target(KERAS2, f"the file uses TF 1.x-only `{tf1}`", before_stable_api=True, tf1_code=True), "file"
     if notebook is not None:
         ran_on = notebook_target(notebook)
         if ran_on is not None:

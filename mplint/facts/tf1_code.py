@@ -25,6 +25,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value
 from mplint.facts.target import TF1_ONLY_NAMES, TF1_ONLY_PREFIXES
+from mplint.facts.version_guards import tensorflow1_only
 from mplint.facts.training import GRAPH_REWRITE, TrainingLoops, optimizer_kind
 
 if TYPE_CHECKING:
@@ -115,11 +116,12 @@ _SESSION_SETUP = frozenset(
 
 def is_tf1_graph_code(facts: "ModuleFacts") -> bool:
     """Whether the module is TF 1.x graph code (see the module docstring)."""
-    for qualified in facts.calls_by_name:
+    for qualified, calls in facts.calls_by_name.items():
         if qualified in GRAPH_REWRITE or qualified.startswith("tensorflow.compat.v1.mixed_precision.") \
                 or qualified in _SESSION_SETUP:
             continue
         if qualified.startswith("tensorflow.compat.v1.") or qualified in _TF1_ONLY \
                 or qualified.startswith(_TF1_ONLY_PREFIXES) or optimizer_kind(qualified) == V1:
-            return True
+            if not all(tensorflow1_only(facts, call) for call in calls):  # else TF 1.x compatibility code
+                return True
     return False

@@ -24,14 +24,13 @@ still the default) for Keras 2. A check mplint cannot evaluate keeps its finding
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any
 
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, string_value
 
-if TYPE_CHECKING:
-    from mplint.facts.module import ModuleFacts
+ModuleFacts = Any  # mplint.facts.module imports this module
 
 _UNKNOWN = object()
 
@@ -48,13 +47,25 @@ _FALLBACK_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeEr
 _BROAD_ERRORS = frozenset({"Exception", "BaseException"})
 KERAS3_VERSIONS = ("2.21.0",)
 KERAS2_VERSIONS = ("2.9.0", "2.15.0")
+TENSORFLOW2_VERSIONS = ("2.0.0", "2.4.0", "2.9.0", "2.15.0", "2.21.0")
 _MAX_DEPTH = 6
 
 
-def old_tensorflow_only(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
+def old_tensorflow_only(facts: ModuleFacts, node: cst.CSTNode) -> bool:
     """Whether `node` runs only on a TensorFlow older than the file's target, or inside a
     try whose ImportError/AttributeError handler is the fallback for it."""
     versions = KERAS2_VERSIONS if facts.target.is_keras2 else KERAS3_VERSIONS
+    return _in_a_branch_not_taken(facts, node, versions, fallbacks=True)
+
+
+def tensorflow1_only(facts: ModuleFacts, node: cst.CSTNode) -> bool:
+    """Whether `node` sits in a branch that no TensorFlow 2 takes (`if
+    tf.__version__.startswith("1."):`): compatibility code for TF 1.x, which says nothing
+    of the TensorFlow the rest of the file runs on. Asked before the target is known."""
+    return _in_a_branch_not_taken(facts, node, TENSORFLOW2_VERSIONS, fallbacks=False)
+
+
+def _in_a_branch_not_taken(facts: ModuleFacts, node: cst.CSTNode, versions: tuple[str, ...], fallbacks: bool) -> bool:
     child: cst.CSTNode = node
     for ancestor in facts.index.ancestors(node):
         if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
@@ -62,13 +73,13 @@ def old_tensorflow_only(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
             outcomes = [_truth(facts, ancestor.test, version) for version in versions]
             if all(o is not None and o != branch_taken for o in outcomes):
                 return True
-        if isinstance(ancestor, cst.Try) and _is_fallback(facts, ancestor):
+        if fallbacks and isinstance(ancestor, cst.Try) and _is_fallback(facts, ancestor):
             return True
         child = ancestor
     return False
 
 
-def _is_fallback(facts: "ModuleFacts", node: cst.Try) -> bool:
+def _is_fallback(facts: ModuleFacts, node: cst.Try) -> bool:
     """A handler that catches the error a missing API raises: ImportError or
     AttributeError by name, or a bare `except:` / `except Exception:` whose body does
     something in its place (one that only passes or re-raises is no fallback)."""
@@ -103,7 +114,7 @@ def _does_something(handler: cst.ExceptHandler) -> bool:
     return False
 
 
-def _truth(facts: "ModuleFacts", test: cst.BaseExpression, version: str) -> bool | None:
+def _truth(facts: ModuleFacts, test: cst.BaseExpression, version: str) -> bool | None:
     value = _evaluate(facts, test, version, 0)
     return None if value is _UNKNOWN else bool(value)
 
@@ -114,7 +125,7 @@ def _parse(version: object) -> object:
     return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
 
 
-def _evaluate(facts: "ModuleFacts", expr: cst.BaseExpression, version: str, depth: int) -> object:
+def _evaluate(facts: ModuleFacts, expr: cst.BaseExpression, version: str, depth: int) -> object:
     if depth > _MAX_DEPTH:
         return _UNKNOWN
     qualified = facts.qualified(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
@@ -158,7 +169,7 @@ def _evaluate(facts: "ModuleFacts", expr: cst.BaseExpression, version: str, dept
     return _UNKNOWN
 
 
-def _call(facts: "ModuleFacts", call: cst.Call, version: str, depth: int) -> object:
+def _call(facts: ModuleFacts, call: cst.Call, version: str, depth: int) -> object:
     qualified = facts.qualified(call.func)
     if qualified in _VERSION_PARSERS or (isinstance(call.func, cst.Name) and call.func.value in ("LooseVersion", "parse_version")):
         return _parse(_evaluate(facts, arg_value(call, 0), version, depth + 1))
