@@ -89,14 +89,16 @@ class ModuleFacts:
 
     @cached_property
     def target(self) -> Target:
-        reads: dict[str, list[cst.CSTNode]] = {name: list(calls) for name, calls in self.calls_by_name.items()}
+        used = set(self.calls_by_name)
+        tf1_reads: dict[str, list[cst.CSTNode]] = {n: list(c) for n, c in self.calls_by_name.items() if is_tf1_only_name(n)}
         for node in self.index.nodes(cst.Attribute):
             qualified = self.names.qualified(node)
             if qualified is not None:
-                reads.setdefault(qualified, []).append(node)
-        # TF 1.x-only names under `if tf.__version__.startswith("1."):` are compatibility code
-        used = {name for name, nodes in reads.items()
-                if not is_tf1_only_name(name) or not all(tensorflow1_only(self, n) for n in nodes)}
+                used.add(qualified)
+                if is_tf1_only_name(qualified):
+                    tf1_reads.setdefault(qualified, []).append(node)
+        # TF 1.x-only names read only under `if tf.__version__.startswith("1."):` are compatibility code
+        used -= {name for name, nodes in tf1_reads.items() if all(tensorflow1_only(self, n) for n in nodes)}
         project = self.project.target() if self.project is not None else None
         era = self.project.era_target() if self.project is not None else None
         return decide_target(self.configured_target, self.text, self.imports.imported_modules, used, self.path, project,

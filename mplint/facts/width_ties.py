@@ -36,11 +36,7 @@ _RESHAPES = frozenset({"Reshape", "reshape", "expand_dims"})
 def width_tie(facts: ModuleFacts, layer: cst.Call) -> str | None:
     """What ties the width of `layer`'s output to another tensor, if this module shows it
     (a phrase for the premise), else None."""
-    layer = _outermost_wrapper(facts, layer)
-    application = facts.index.parent_of(layer)
-    if not isinstance(application, cst.Call) or application.func is not layer:
-        return None
-    for value in output_reads(facts, application):
+    for value in output_reads(facts, _outermost_wrapper(facts, layer)):
         tie = _tie_at(facts, value)
         if tie is not None:
             return tie
@@ -51,23 +47,21 @@ def reshaped_output(facts: ModuleFacts, layer: cst.Call) -> str | None:
     """`Reshape((n, width, 1))(Embedding(v, width)(x))`: the layer's output is reshaped
     before any layer reads it, so its width may become a spatial size (an image's width
     for a one-channel Conv2D), not the inner size of a matmul. A phrase, else None."""
-    application = facts.index.parent_of(layer)
-    if not isinstance(application, cst.Call) or application.func is not layer:
-        return None
-    for value in output_reads(facts, application):
-        argument = facts.index.parent_of(value)
-        call = facts.index.parent_of(argument) if isinstance(argument, cst.Arg) else None
-        if not isinstance(call, cst.Call):
-            continue
-        name = callee_name(call.func) if isinstance(call.func, cst.Call) else callee_name(call)
+    for value in output_reads(facts, layer):
+        call = _call_given(facts, value)
+        name = _layer_name(call) if call is not None else ""
         if name in _RESHAPES:
             return f"its output is reshaped (`{name}`) before a layer reads it: the width may not be a matmul's"
     return None
 
 
-def output_reads(facts: ModuleFacts, application: cst.Call) -> list[cst.CSTNode]:
-    """A layer application and the reads of the names it is bound to that it reaches
-    (`x = layer(x)`, then the next `x`, not one a later `x = ...` binds)."""
+def output_reads(facts: ModuleFacts, layer: cst.Call) -> list[cst.CSTNode]:
+    """Where `layer`'s output is read: its application (`layer(x)`) and the reads of the
+    names that application is bound to that it reaches (`x = layer(x)`, then the next
+    `x`, not one a later `x = ...` binds); nothing where the layer is not applied here."""
+    application = facts.index.parent_of(layer)
+    if not isinstance(application, cst.Call) or application.func is not layer:
+        return []
     values: list[cst.CSTNode] = [application]
     assign = facts.index.parent_of(application)
     if isinstance(assign, cst.Assign) and assign.value is application:
@@ -78,12 +72,24 @@ def output_reads(facts: ModuleFacts, application: cst.Call) -> list[cst.CSTNode]
     return values
 
 
+def _call_given(facts: ModuleFacts, node: cst.CSTNode) -> cst.Call | None:
+    """The call `node` is an argument of (`f(node)`, `f(x=node)`), if it is one."""
+    argument = facts.index.parent_of(node)
+    call = facts.index.parent_of(argument) if isinstance(argument, cst.Arg) else None
+    return call if isinstance(call, cst.Call) else None
+
+
+def _layer_name(call: cst.Call) -> str:
+    """What a call applies: `Concatenate` for `Concatenate(axis=1)([a, b])`, `concatenate`
+    for `layers.concatenate([a, b])`."""
+    return callee_name(call.func) if isinstance(call.func, cst.Call) else callee_name(call)
+
+
 def _outermost_wrapper(facts: ModuleFacts, layer: cst.Call) -> cst.Call:
     """`Bidirectional(LSTM(50))`: the wrapper's output is the one other tensors meet."""
     while True:
-        argument = facts.index.parent_of(layer)
-        wrapper = facts.index.parent_of(argument) if isinstance(argument, cst.Arg) else None
-        if not isinstance(wrapper, cst.Call) or callee_name(wrapper) not in _WRAPPERS:
+        wrapper = _call_given(facts, layer)
+        if wrapper is None or callee_name(wrapper) not in _WRAPPERS:
             return layer
         layer = wrapper
 
@@ -100,20 +106,14 @@ def _tie_at(facts: ModuleFacts, value: cst.CSTNode) -> str | None:
     listed = facts.index.parent_of(parent)
     if not isinstance(listed, (cst.List, cst.Tuple)) or len(listed.elements) < 2:
         return None
-    argument = facts.index.parent_of(listed)
-    call = facts.index.parent_of(argument) if isinstance(argument, cst.Arg) else None
-    if not isinstance(call, cst.Call):
+    call = _call_given(facts, listed)
+    if call is None:
         return None
-    name = callee_name(call)
-    if name in _ELEMENTWISE_LAYERS:  # `add([a, b])`
+    name = _layer_name(call)
+    if name in _ELEMENTWISE_LAYERS:  # `add([a, b])`, `Add()([a, b])`
         return f"its output goes into `{name}` with another tensor, whose width must match"
-    if name in _CONCATENATIONS:  # `concatenate([a, b], axis=1)`, `tf.concat([a, b], 1)`
-        return _concatenation_tie(call, call, name)
-    if isinstance(call.func, cst.Call) and callee_name(call.func) in _CONCATENATIONS | _ELEMENTWISE_LAYERS:
-        layer_name = callee_name(call.func)  # `Concatenate(axis=1)([a, b])`, `Add()([a, b])`
-        if layer_name in _ELEMENTWISE_LAYERS:
-            return f"its output goes into `{layer_name}` with another tensor, whose width must match"
-        return _concatenation_tie(call.func, call, layer_name)
+    if name in _CONCATENATIONS:  # `concatenate([a, b], axis=1)`, `tf.concat([a, b], 1)`, `Concatenate(axis=1)([a, b])`
+        return _concatenation_tie(call.func if isinstance(call.func, cst.Call) else call, call, name)
     return None
 
 
