@@ -104,7 +104,9 @@ def growth_text(growth: str, old: int, new: int, shared: bool = False) -> str:
     then its growth is a lower bound."""
     ratio = new / old
     if growth == LINEAR:
-        return f"adds {'at least ' if shared else ''}{_percent(ratio - 1)} parameters"
+        # a lower bound under 0.1% says no more than "<0.1%"
+        bound = "at least " if shared and _percent(ratio - 1) != "<0.1%" else ""
+        return f"adds {bound}{_percent(ratio - 1)} parameters"
     if growth == AT_MOST:
         return f"adds at most {_percent(ratio - 1)} parameters"
     if growth == RECURRENT:
@@ -540,3 +542,5 @@ class EmbeddingSizeNotMultiple(_TensorCoreRule):
     code = MP304
     name = "embedding-size-not-multiple"
     premises = ("policy", "role")  # role: an input_dim's vocabulary is a matmul's width
+    precision = "medium"
+    precision_evidence = "none of its 7 independently labelled audit findings was true (6 false, 1 debatable)"

@@ -8,7 +8,8 @@
 A folder's `__init__.py` (the cases are modules of a package: library code) is no case.
 An optional first-line directive configures the case:
     # fixture: target=keras2 assume-policy=mixed_float16 select=MP101,MP301 extended=1
-(select defaults to the folder's code; extended=1 also reports the extended tier).
+(select defaults to the folder's code; extended=1 also reports the extended tier, the
+default for the folder of a rule in the extended suite: `Rule.precision` below "high").
 """
 
 from __future__ import annotations
@@ -69,8 +70,14 @@ class Case:
             target=options.get("target", "keras3"),
             assumed_policy=options.get("assume-policy"),
             tensor_core_multiple=int(options.get("tensor-core-multiple", "8")),
-            extended=options.get("extended") == "1",
+            extended=options.get("extended", "1" if self._extended_suite() else "0") == "1",
         )
+
+    def _extended_suite(self) -> bool:
+        from mplint.catalogue.registry import rule_class
+        from mplint.core.codes import RULES
+
+        return self.code in RULES and rule_class(self.code).precision != "high"
 
 
 def cases(code: str | None = None) -> list[Case]:

@@ -40,16 +40,21 @@ FIXED_MODEL = FLOAT16_MODEL.replace(
     "    tf.keras.layers.Dense(10, activation='softmax'),\n",
     "    tf.keras.layers.Dense(10),\n    tf.keras.layers.Activation('softmax', dtype='float32'),\n",
 )
-# MP503 has a safe fix: the plain fix hook applies it.
-FLOAT16_INPUTS = (
-    "import numpy as np\n"
+# A functional regressor that ends in float16 (MP101 on another model shape, safe fix).
+FLOAT16_REGRESSOR = (
     "import tensorflow as tf\n"
     "\n"
-    "\n"
-    "def from_arrays(images, labels):\n"
-    "    return tf.data.Dataset.from_tensor_slices(((images.astype(np.float16) / 255.0 - 0.5) * 2.0, labels))\n"
+    "tf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+    "inputs = tf.keras.Input((8,))\n"
+    "outputs = tf.keras.layers.Dense(1)(inputs)\n"
+    "regressor = tf.keras.Model(inputs, outputs)\n"
+    "regressor.compile(loss='mse')\n"
 )
-FIXED_INPUTS = FLOAT16_INPUTS.replace("np.float16", "np.float32")
+FIXED_REGRESSOR = FLOAT16_REGRESSOR.replace(
+    "outputs = tf.keras.layers.Dense(1)(inputs)\n",
+    "outputs = tf.keras.layers.Dense(1)(inputs)\n"
+    "outputs = tf.keras.layers.Activation(\"linear\", dtype=\"float32\")(outputs)\n",
+)
 
 
 def git(*args: str, cwd: Path) -> None:
@@ -137,7 +142,7 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     git("init", "-q", cwd=project)
     (project / "pyproject.toml").write_text('[tool.mplint]\nexclude = ["generated/"]\n', encoding="utf-8")
     (project / "model.py").write_text(FLOAT16_MODEL, encoding="utf-8")
-    (project / "data.py").write_text(FLOAT16_INPUTS, encoding="utf-8")
+    (project / "regressor.py").write_text(FLOAT16_REGRESSOR, encoding="utf-8")
     (project / "generated").mkdir()
     (project / "generated" / "model_pb.py").write_text(FLOAT16_MODEL, encoding="utf-8")
     (project / "notebooks").mkdir()
@@ -146,7 +151,7 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
                       v4.new_code_cell("%matplotlib inline\n" + FLOAT16_MODEL, execution_count=1,
                                        outputs=[v4.new_output("stream", name="stdout", text="ok\n")])]
     nbformat.write(notebook, str(project / "notebooks" / "train.ipynb"))
-    git("add", "pyproject.toml", "model.py", "data.py", "generated/model_pb.py", "notebooks/train.ipynb", cwd=project)
+    git("add", "pyproject.toml", "model.py", "regressor.py", "generated/model_pb.py", "notebooks/train.ipynb", cwd=project)
     # Not staged: pre-commit must not pass it to the hooks.
     (project / "scratch.py").write_text(FLOAT16_MODEL, encoding="utf-8")
     env = hook_environment(tmp_path / "pre-commit-home")
@@ -156,7 +161,7 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     assert checked.returncode == 1, output
     assert "mplint" in output and "Failed" in output
     assert "model.py:6:5: MP101" in output
-    assert "data.py:6:49: MP503" in output
+    assert "regressor.py:5:11: MP101" in output
     assert "notebooks/train.ipynb:cell 2:7:5: MP101" in output
     assert "scratch.py" not in output  # not staged
     assert "generated/" not in output  # excluded by the project's config, even when named
@@ -181,8 +186,8 @@ def test_try_repo_checks_and_fixes_only_staged_files(tmp_path):
     output = fixed.stdout + fixed.stderr
     assert fixed.returncode == 1, output  # pre-commit fails a hook that modified files
     assert "files were modified by this hook" in output
-    assert "MP101" not in output and "MP503" not in output  # fixed, nothing left
-    assert (project / "data.py").read_text(encoding="utf-8") == FIXED_INPUTS
+    assert "MP101" not in output  # fixed, nothing left
+    assert (project / "regressor.py").read_text(encoding="utf-8") == FIXED_REGRESSOR
     assert (project / "model.py").read_text(encoding="utf-8") == FIXED_MODEL
     assert (project / "generated" / "model_pb.py").read_text(encoding="utf-8") == FLOAT16_MODEL
     assert (project / "scratch.py").read_text(encoding="utf-8") == FLOAT16_MODEL

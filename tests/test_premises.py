@@ -349,3 +349,33 @@ def test_a_float16_policy_of_files_that_do_not_use_the_library_module_is_assumed
                       .replace("[encoder(16), ", "[encoder(16), Quantizer(), "))
     (finding,) = _json(cli, ["codec/quantizer.py"], root)
     assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"
+
+
+FLOAT16_PIPELINE = '''import numpy as np
+import tensorflow as tf
+
+
+def from_arrays(images, labels):
+    return tf.data.Dataset.from_tensor_slices(((images.astype(np.float16) / 255.0 - 0.5) * 2.0, labels))
+'''
+
+
+def test_a_rule_of_medium_precision_reports_only_in_the_extended_suite(cli, tmp_path):
+    """As CodeQL's `@precision`: a rule whose audited findings were seldom worth acting on
+    (MP503) rests every finding on an assumed `rule-precision` premise."""
+    from mplint.catalogue.registry import rule_class
+    from mplint.core.codes import RULES
+
+    root = tmp_path / "app"
+    write(root / "data.py", FLOAT16_PIPELINE)
+    write(root / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n")
+    assert not [f for f in _json(cli, ["."], root) if f["code"] == "MP503"], "not in the default tier"
+    (finding,) = [f for f in _json(cli, ["--extended", "."], root) if f["code"] == "MP503"]
+    assert finding["tier"] == "extended" and finding["message"].endswith("(extended suite)")
+    premise = _premise(finding, "rule-precision")
+    assert premise["status"] == "assumed" and "labelled audit findings" in premise["evidence"]
+    assert finding["fix"]["applicability"] == "unsafe", "a safe fix needs every premise proved"
+    medium = [code for code in RULES if rule_class(code).precision != "high"]
+    assert "MP503" in medium and all(rule_class(code).precision_evidence for code in medium)
+    result = cli(["rule", "MP503"])
+    assert "Precision: medium" in result.stdout

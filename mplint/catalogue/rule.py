@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 import libcst as cst
 
 from mplint.core.diagnostics import Applicability, FixAvailability, Severity
-from mplint.core.diagnostics import CALL_PATH, TARGET, Premise, Status, all_proved, unproved_note
+from mplint.core.diagnostics import CALL_PATH, RULE_PRECISION, TARGET, Premise, Status, all_proved, unproved_note
 from mplint.facts.premises import computed_premise, target_premise
 from mplint.facts.reachability import never_runs
 from mplint.facts.test_modules import is_test_file
@@ -111,6 +111,15 @@ class Report:
     detail: str = ""
 
 
+def _weak_words(premise: Premise) -> str:
+    """How a message names a premise that is not proved, in a few words."""
+    if premise.fact == CALL_PATH:
+        return "never runs"  # a branch that never runs has no other status
+    if premise.fact == RULE_PRECISION:
+        return "extended suite"
+    return f"{premise.fact} {premise.status.value}"
+
+
 # -- the base class ----------------------------------------------------------------------
 
 _SECTION = re.compile(r"^## (.+)$", re.M)
@@ -136,6 +145,13 @@ class Rule:
     # not only how it spells it (the MP4xx migrations): in a test module that may be what
     # the test exercises (a float16 output built on purpose), so the fix is unsafe there.
     fix_changes_numerics: ClassVar[bool] = True
+    # How often the rule's findings were worth acting on in the labelled audits of public
+    # repositories (bench/README.md), as CodeQL's `@precision`: "high" rules report in the
+    # default suite; every finding of a "medium" rule rests on an assumed premise
+    # (`rule-precision`), so it is in the extended tier (`--extended`) and its fix unsafe.
+    precision: ClassVar[str] = "high"
+    # The audit figures behind a "medium" precision, in a few words.
+    precision_evidence: ClassVar[str] = ""
 
     def __init__(self, facts: "ModuleFacts", sink: list[Report]) -> None:
         self.facts = facts
@@ -168,6 +184,9 @@ class Rule:
         dead = never_runs(self.facts, node)
         if dead is not None:
             found.append(Premise(CALL_PATH, "runs", Status.CONFLICTING, f"this code never runs: {dead}"))
+        if self.precision != "high":
+            found.append(Premise(RULE_PRECISION, self.precision, Status.ASSUMED,
+                                 f"{self.code} is in the extended suite: {self.precision_evidence}"))
         fix_rests_on = list(found)
         short: list[str] = []  # what the message says of the premises
         why = [detail] if detail else []
@@ -189,8 +208,7 @@ class Rule:
             fix = None  # no fix written for a Keras the evidence disagrees on
         weak = [p for p in found if p.status in (Status.ASSUMED, Status.CONFLICTING)]
         if weak:
-            # a branch that never runs is said as such (its premise has no other status)
-            short.append(", ".join("never runs" if p.fact == CALL_PATH else f"{p.fact} {p.status.value}" for p in weak))
+            short.append(", ".join(_weak_words(p) for p in weak))
             why.append(unproved_note(tuple(weak)))
         if short:
             message = f"{message} ({'; '.join(short)})"

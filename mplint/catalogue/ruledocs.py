@@ -111,6 +111,9 @@ def _header(rule) -> str:
         line += (f" Rests on: {', '.join(rule.premises)} (each finding lists its premises with `-v`). A fix the page "
                  "calls safe is applied as safe only where every premise it rests on is proved; elsewhere it is unsafe "
                  "(`--unsafe-fixes`).")
+    if rule.precision != "high":
+        line += (f" Precision: {rule.precision} ({rule.precision_evidence}): every finding is in the extended tier "
+                 "(`--extended`) and its fix is unsafe.")
     return line
 
 
