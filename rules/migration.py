@@ -13,7 +13,7 @@ from mplint.analysis.names import canonical
 from mplint.analysis.bound_names import names_a_variable
 from mplint.analysis.guards import Guard, capability_tests, condition_text, guard_of
 from mplint.fixes.removal import remove_statement, side_effect_free
-from mplint.core.diagnostics import TARGET, FixAvailability, Severity, Status
+from mplint.core.diagnostics import CALL_PATH, TARGET, FixAvailability, Premise, Severity, Status
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.policy import POLICY_CONSTRUCTORS, SET_GLOBAL_POLICY
 from mplint.facts.target import KERAS2, KERAS3, Target, object_keras, project_tensorflow
@@ -40,7 +40,7 @@ from mplint.fixes.scaling_edits import (
 from mplint.facts.late_policy import late_mixed_settings
 from mplint.facts.tf1_code import KERAS, LEGACY, V1, is_tf1_graph_code, optimizer_family
 from mplint.facts.premises import stock_tensorflow_premise, target_premise
-from mplint.facts.version_guards import old_tensorflow_only
+from mplint.facts.version_guards import old_tensorflow_only, unevaluated_version_check
 
 EXPERIMENTAL = "keras.mixed_precision.experimental"
 RENAMED = {"set_policy": "set_global_policy"}
@@ -176,6 +176,12 @@ class MigrationRule(Rule):
             if TARGET not in {p.fact for p in premises}:
                 # the TensorFlow the code runs on, not only its Keras: what is removed where
                 premises = (*premises, target_premise(self.facts, self.facts.tensorflow_target))
+            check = unevaluated_version_check(self.facts, node)
+            if check is not None and CALL_PATH not in {p.fact for p in premises}:
+                shown = " ".join(self.facts.module.code_for_node(check).split())[:60]
+                premises = (*premises, Premise(CALL_PATH, "runs on the TensorFlow in use", Status.ASSUMED,
+                                               f"only where the version check `{shown}` selects it, which mplint "
+                                               "cannot evaluate: likely compatibility code for another TensorFlow"))
             super().report(node, message, fix=fix, severity=severity, premises=premises, detail=detail)
 
 

@@ -127,3 +127,31 @@ def test_the_findings_cache_sees_a_commit_that_changes_the_projects_tensorflow(m
         assert {f["severity"] for f in json.loads(mplint_process(args, cwd=tmp_path).stdout)} == {"info"}
     _committed(tmp_path, {"README.md": "maintained\n"}, "2024-05-01")
     assert {f["severity"] for f in json.loads(mplint_process(args, cwd=tmp_path).stdout)} == {"error"}
+
+
+def _notebook(*cells: tuple[str, str]) -> str:
+    """A notebook's JSON: code cells given as (source, recorded output)."""
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": source,
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": output}] if output else []}
+        for source, output in cells]})
+
+
+def test_a_notebook_is_dated_by_the_runs_its_checkouts_notebooks_recorded(cli, tmp_path):
+    """Committed in 2021 (TF 2.4 by the date), beside a notebook that printed 2.1.0: the
+    author's notebooks ran on TF 2.1, where the experimental API is the only one."""
+    printed = _notebook(("import tensorflow as tf\nprint(tf.__version__)", "2.1.0\n"))
+    mixed = _notebook((EXPERIMENTAL, ""))
+    _committed(tmp_path, {"examples/version.ipynb": printed, "mixed.ipynb": mixed}, "2021-02-09")
+    result = cli(["--no-cache", "--output-format", "json", "--select", "MP401", "mixed.ipynb"], cwd=tmp_path)
+    findings = json.loads(result.stdout)
+    assert findings and all(f["fix"] is None for f in findings)
+    assert any("the only mixed-precision API of this project's TensorFlow (< 2.4)" in f["message"] for f in findings)
+    target = [p for f in findings for p in f["premises"] if p["fact"] == "keras-target"]
+    assert target and all("recorded runs on TensorFlow 2.1" in p["evidence"] for p in target)
+    # without that notebook, the date decides (TF 2.4: deprecated, with a fix)
+    forget_project_files()
+    _git(tmp_path, "rm", "-q", "examples/version.ipynb")
+    _git(tmp_path, "commit", "-q", "-m", "drop", day="2021-02-09")
+    result = cli(["--no-cache", "--output-format", "json", "--select", "MP401", "mixed.ipynb"], cwd=tmp_path)
+    assert all("this project's TensorFlow 2.4" in f["message"] for f in json.loads(result.stdout))

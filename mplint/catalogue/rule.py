@@ -113,8 +113,8 @@ class Report:
 
 def _weak_words(premise: Premise) -> str:
     """How a message names a premise that is not proved, in a few words."""
-    if premise.fact == CALL_PATH:
-        return "never runs"  # a branch that never runs has no other status
+    if premise.fact == CALL_PATH and premise.status is Status.CONFLICTING:
+        return "never runs"  # a branch that never runs
     if premise.fact == RULE_PRECISION:
         return "extended suite"
     return f"{premise.fact} {premise.status.value}"

@@ -90,6 +90,32 @@ class External:
     after: frozenset = frozenset()
     # The modules whose code brings a mixed policy here (for `-v` and premises).
     carriers: set = field(default_factory=set)
+    # The names that the modules running under the project's policies call (`f(...)`,
+    # `obj.method(...)`): a method of a class built there runs there only if the
+    # framework runs it or one of them calls it (`runs_where_built`). None: not known
+    # (a module there does not parse), so every method may run there.
+    called_there: frozenset | None = None
+
+
+# Methods that the framework, not the user's code, runs on an instance: Keras layer,
+# model, loss, metric, optimizer and callback hooks (`on_*` and private names count too).
+FRAMEWORK_METHODS = frozenset({
+    "call", "build", "__call__", "train_step", "test_step", "predict_step", "compute_loss", "compute_metrics",
+    "get_config", "from_config", "compute_output_shape", "compute_output_spec", "compute_mask", "result",
+    "update_state", "reset_state", "reset_states", "apply_gradients", "minimize", "get_gradients",
+    "make_train_function", "make_test_function", "make_predict_function", "build_from_config",
+})
+
+
+def runs_where_built(method_key: str, called_there: frozenset | None) -> bool:
+    """Whether a method of a class built under a policy runs under it: a hook the
+    framework runs, or a name that code on that path calls. An API method nothing there
+    calls (`build_ensemble`, called only by inference scripts that set no policy) runs
+    under its own callers' policy."""
+    if called_there is None:
+        return True
+    name = method_key.rsplit(".", 1)[-1].split("#")[0]
+    return name.startswith("_") or name.startswith("on_") or name in FRAMEWORK_METHODS or name in called_there
 
 
 def solve(
@@ -97,6 +123,7 @@ def solve(
     module_entries: dict[str, frozenset],
     external: dict[str, External] | None = None,
     callee_of: Callable[[str, str], tuple[str, str, str] | None] | None = None,  # (module, key, kind)
+    called_there: frozenset | None = None,  # the names `flows` call, where no `external` says
 ) -> dict[tuple[str, str], frozenset]:
     """Concrete entry states, (module, function key) -> policies.
 
@@ -144,14 +171,20 @@ def solve(
         if function.kind == "method":
             # Run by the framework on an instance: where the class is instantiated.
             assert function.owner is not None
+            # A method the framework does not run, and nothing where the class is built
+            # calls, runs where its own callers run it, not where the instance is built.
+            runs_there = runs_where_built(key, outside.called_there if outside is not None else called_there)
             local = flow.constructions.get(function.owner, [])
-            state |= states(module, local)
+            if runs_there:
+                state |= states(module, local)
             built = bool(local)
             for caller_module, caller, site_state in incoming_built.get((module, function.owner), ()):
-                state |= concrete(caller_module, caller, site_state)
+                if runs_there:
+                    state |= concrete(caller_module, caller, site_state)
                 built = True
             if outside is not None and function.owner in outside.constructions:
-                state |= outside.constructions[function.owner]
+                if runs_there:
+                    state |= outside.constructions[function.owner]
                 built = True
             if not built and not called:
                 state |= exits[module] | (outside.after if outside is not None else frozenset())

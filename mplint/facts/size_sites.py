@@ -296,8 +296,10 @@ class TensorCoreSites:
                 found.add(id(layer))
                 return
 
-    def _sequential_adds(self) -> dict[tuple[int, str], list[cst.Call]]:
-        """`model.add(layer)` calls per Sequential model variable, in source order."""
+    def _sequential_adds(self) -> dict[tuple, list[cst.Call]]:
+        """`model.add(layer)` calls per Sequential model, in source order: per variable
+        and per `Sequential()` it holds (a notebook that builds a second `model =
+        Sequential()` starts a new model under the same name)."""
         groups: dict[tuple[int, str], list[cst.Call]] = {}
         for call in self.index.nodes(cst.Call):
             func = call.func
@@ -307,7 +309,8 @@ class TensorCoreSites:
             if not any(isinstance(v, cst.Call) and self.facts.qualified(v.func) in SEQUENTIAL for v in bound):
                 continue
             scope = self.index.enclosing(call, cst.FunctionDef) or self.index.module
-            groups.setdefault((id(scope), func.value.value), []).append(call)
+            holder = self.binding_before(func.value, call)
+            groups.setdefault((id(scope), func.value.value, id(holder)), []).append(call)
         return groups
 
     def _trace_output(self, expr: cst.BaseExpression, anchor: cst.CSTNode, found: set[int], depth: int) -> None:

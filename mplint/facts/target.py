@@ -297,8 +297,54 @@ def dated_target(target: Target, path: str) -> Target:
     change = last_change(path)
     if change is None:
         return target
+    if path.endswith(".ipynb"):
+        # the checkout's notebooks that recorded a run on an older TensorFlow bound it more closely
+        top = checkout_top(os.path.dirname(os.path.abspath(path)))
+        recorded = recorded_tensorflow(top) if top is not None else None
+        if recorded is not None and recorded[0] < change.tensorflow:
+            return replace(target, reason=f"{target.reason}; {recorded[1]}", newest_tensorflow=recorded[0],
+                           before_stable_api=recorded[0] < (2, 4), dated=change.day)
     return replace(target, reason=f"{target.reason}; {change.reason}", newest_tensorflow=change.tensorflow,
                    before_stable_api=change.tensorflow < (2, 4), dated=change.day)
+
+
+_RECORDED_NOTEBOOKS = 50  # notebooks of a checkout read for their recorded runs, at most
+_RECORDED_SIZE = 5_000_000  # larger notebooks are not read for it
+
+
+@lru_cache(maxsize=64)
+def recorded_tensorflow(top: str) -> tuple[tuple[int, int], str] | None:
+    """The newest TensorFlow that the notebooks of a checkout recorded running on (the
+    output of printing `tf.__version__`), and how that is known; None where none did.
+    For a notebook of the same checkout that records nothing itself: its author's
+    notebooks ran there, which bounds its TensorFlow more closely than the day of the
+    last commit (a notebook dated 2021 beside notebooks that printed 2.1.0)."""
+    import json
+
+    found: list[tuple[tuple[int, int], str]] = []
+    read = 0
+    for folder, subfolders, names in os.walk(top):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in ("node_modules", "site-packages"))
+        for name in sorted(n for n in names if n.endswith(".ipynb")):
+            if read >= _RECORDED_NOTEBOOKS:
+                break
+            path = os.path.join(folder, name)
+            try:
+                if os.path.getsize(path) > _RECORDED_SIZE:
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    notebook = json.load(handle)
+            except (OSError, ValueError, RecursionError):
+                continue
+            read += 1
+            ran = _recorded_run(notebook) if isinstance(notebook, dict) else None
+            if ran is not None:
+                found.append((ran, os.path.relpath(path, top)))
+    if not found:
+        return None
+    newest = max(version for version, _ in found)
+    where = next(name for version, name in found if version == newest)
+    return newest, f"the checkout's notebooks recorded runs on TensorFlow {newest[0]}.{newest[1]} at newest ({where})"
 
 
 def object_keras(raw_origin: str | None, imported_modules: set[str]) -> str | None:
@@ -653,11 +699,17 @@ _PIP_TENSORFLOW = re.compile(
 _LISTED_TENSORFLOW = re.compile(r"^[ \t>*+-]*`?(?:tensorflow|tensorflow-gpu|tensorflow-cpu)\s*==\s*(\d+)\.(\d+)[\w.]*`?[ \t]*$",
                                 re.M)
 # "TensorFlow 2.0", "TF 1.15", "TensorFlow2.1.0+Python3.6" (a pairing, not "or later"), not
-# "TensorFlow 2.4+", "TF 2.x", "TensorFlow 2.0 or later".
+# "TensorFlow 2.4+", "TF 2.x", "TensorFlow 2.0 or later". Words are ASCII: in Chinese or
+# Japanese prose the version sits between ideographs ("使用tensorflow1.14，").
 _PROSE_VERSION = re.compile(
-    r"(?<![>=\w])(?:TensorFlow|Tensorflow|tensorflow|TF)[ -]?v?(\d)\.(\d{1,2})(?:\.\d+)?(?![\d.]*\w)"
+    r"(?<![>=A-Za-z0-9_])(?:TensorFlow|Tensorflow|tensorflow|TF)[ -]?v?(\d)\.(\d{1,2})(?:\.\d+)?(?![\d.]*[A-Za-z0-9_])"
     r"(?!\s*(?:\+(?![A-Za-z])|or\s+(?:later|newer|above|higher|greater)|and\s+(?:later|newer|above|higher|up)))"
 )
+
+
+# A Markdown link (`[Transformers: ... for TensorFlow 2.0 and PyTorch](https://...)`): its
+# text names another work (a reference list, a citation), not what this code runs on.
+_LINK_TEXT = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)")
 
 
 @lru_cache(maxsize=1024)
@@ -685,7 +737,7 @@ def readme_target(folder: str) -> Target | None:
         for match in (*_PIP_TENSORFLOW.finditer(text), *_LISTED_TENSORFLOW.finditer(text)):
             versions.append((int(match.group(1)), int(match.group(2))))
             named.append(f"`{match.group(0).strip(' `*+->')}`")
-        for match in _PROSE_VERSION.finditer(text):
+        for match in _PROSE_VERSION.finditer(_LINK_TEXT.sub(" ", text)):
             if int(match.group(1)) in (1, 2):
                 versions.append((int(match.group(1)), int(match.group(2))))
                 named.append(f'"{match.group(0)}"')
@@ -745,6 +797,20 @@ def notebook_target(notebook: dict) -> Target | None:
     declared = notebook_declared_target(notebook)
     if declared is not None:
         return declared
+    ran = _recorded_version(notebook)
+    if ran is not None:
+        return _target_of_versions([(int(ran.group(1)), int(ran.group(2)))],
+                                   f"the notebook ran on TensorFlow {ran.group(0)} (its output)")
+    return None
+
+
+def _recorded_run(notebook: dict) -> tuple[int, int] | None:
+    """The TensorFlow (major, minor) a notebook's output of `tf.__version__` records."""
+    ran = _recorded_version(notebook)
+    return (int(ran.group(1)), int(ran.group(2))) if ran is not None else None
+
+
+def _recorded_version(notebook: dict) -> "re.Match[str] | None":
     for cell, source in _code_cells(notebook):
         if _VERSION_SOURCE.search(source) and source.count("__version__") + source.count("VERSION") == 1:
             for output in cell.get("outputs", []) or []:
@@ -754,8 +820,7 @@ def notebook_target(notebook: dict) -> Target | None:
                 text = "".join(text) if isinstance(text, list) else str(text)
                 match = _VERSION_TEXT.search(text)
                 if match:
-                    return _target_of_versions([(int(match.group(1)), int(match.group(2)))],
-                                               f"the notebook ran on TensorFlow {match.group(0)} (its output)")
+                    return match
     return None
 
 
@@ -1205,6 +1270,7 @@ def forget_project_files() -> None:
     readme_target.cache_clear()
     launcher_target.cache_clear()
     notebooks_declared_target.cache_clear()
+    recorded_tensorflow.cache_clear()
     forget_history()
 
 

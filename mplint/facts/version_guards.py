@@ -65,6 +65,48 @@ def tensorflow1_only(facts: ModuleFacts, node: cst.CSTNode) -> bool:
     return _in_a_branch_not_taken(facts, node, TENSORFLOW2_VERSIONS, fallbacks=False)
 
 
+def unevaluated_version_check(facts: ModuleFacts, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The test of a version check that `node` sits in a branch of and that mplint
+    cannot evaluate (`Version(TF_VERSION) < Version("2.4.0")`, the version a package was
+    built with): whether that branch runs on the TensorFlow in use is not known, and the
+    old API there is likely the compatibility code for an older one. None elsewhere."""
+    child: cst.CSTNode = node
+    for ancestor in facts.index.ancestors(node):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test \
+                and _compares_versions(facts, ancestor.test) \
+                and any(_truth(facts, ancestor.test, version) is None for version in TENSORFLOW2_VERSIONS):
+            return ancestor.test
+        child = ancestor
+    return None
+
+
+def _compares_versions(facts: ModuleFacts, test: cst.BaseExpression) -> bool:
+    """A comparison of versions: a version parser's value or a dotted version string
+    (`"2.4.0"`) on one side. Python's own version (`sys.version_info`) is not one."""
+    for comparison in _comparisons(test):
+        sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
+        if any(facts.qualified(s) == "sys.version_info" for s in sides if isinstance(s, (cst.Name, cst.Attribute))):
+            continue
+        for side in sides:
+            if isinstance(side, cst.Call) and (facts.qualified(side.func) in _VERSION_PARSERS or (
+                    isinstance(side.func, cst.Name) and side.func.value in ("LooseVersion", "parse_version", "Version"))):
+                return True
+            text = string_value(side)
+            if text is not None and re.fullmatch(r"\d+\.\d+(\.\d+)?", text):
+                return True
+    return False
+
+
+def _comparisons(test: cst.BaseExpression):
+    if isinstance(test, cst.Comparison):
+        yield test
+    elif isinstance(test, cst.BooleanOperation):
+        yield from _comparisons(test.left)
+        yield from _comparisons(test.right)
+    elif isinstance(test, cst.UnaryOperation):
+        yield from _comparisons(test.expression)
+
+
 def _in_a_branch_not_taken(facts: ModuleFacts, node: cst.CSTNode, versions: tuple[str, ...], fallbacks: bool) -> bool:
     child: cst.CSTNode = node
     for ancestor in facts.index.ancestors(node):

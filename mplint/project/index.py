@@ -91,6 +91,7 @@ class ProjectIndex:
         self._float16_paths: tuple[set[str], set[str]] | None = None  # see `float16_policy_on_path`
         self._solution: tuple[dict, dict] | None = None
         self._externals: dict[str, External | None] = {}
+        self._called_cache: tuple[tuple[str, ...], frozenset | None] | None = None
         # Per module: the project functions it calls that choose among several policies,
         # float32 included, by their argument (their mixed policy is not a project fact).
         self._selectors: dict[str, tuple[list[str], frozenset[str]]] = {}
@@ -188,6 +189,7 @@ class ProjectIndex:
         self._definitions.clear()
         self._script_imports.clear()
         self._externals.clear()
+        self._called_cache = None
         self._target = _UNSET
         self._era_target = _UNSET
         self._mentions_cache = None
@@ -834,7 +836,8 @@ class ProjectIndex:
                     if flow is not None:
                         flows[module] = flow
                         starts[module] = module_entry(self.assumed(self.path_of[module]))
-                entries = solve(flows, starts, callee_of=lambda _, callee: self.definition(callee))
+                entries = solve(flows, starts, callee_of=lambda _, callee: self.definition(callee),
+                                called_there=self._called_in(flows))
                 pending = set()
                 for module, flow in flows.items():
                     for caller, callee, state in flow.outgoing:
@@ -854,7 +857,7 @@ class ProjectIndex:
         if module in self._externals:
             return self._externals[module]
         flows, entries = self._solve()
-        external = External()
+        external = External(called_there=self._called_in(flows))
         for caller_module, flow in flows.items():
             if caller_module == module:
                 continue
@@ -877,6 +880,21 @@ class ProjectIndex:
         found = external if (external.sites or external.constructions or external.after) else None
         self._externals[module] = found
         return found
+
+    def _called_in(self, modules) -> frozenset | None:
+        """The names the code of `modules` calls; None where one of them does not parse
+        (once per solution: every module's external flow asks)."""
+        key = tuple(sorted(modules))
+        if self._called_cache is None or self._called_cache[0] != key:
+            names: set[str] | None = set()
+            for module in key:
+                table = self.table(module)
+                if table is None:
+                    names = None
+                    break
+                names |= set(table["called"])
+            self._called_cache = (key, frozenset(names) if names is not None else None)
+        return self._called_cache[1]
 
     def _reads_from(self, reader: str, module: str) -> bool:
         """Whether `reader` can run code of `module` after its own top level ran (so under
@@ -1237,6 +1255,11 @@ class ProjectIndex:
             parts.append(repr(sorted((k, sorted(v)) for k, v in external.sites.items())))
             parts.append(repr(sorted((k, sorted(v)) for k, v in external.constructions.items())))
             parts.append(repr(sorted(external.after)))
+            if external.constructions and external.called_there is not None:
+                # which of its methods code under a policy calls (`runs_where_built`)
+                table = self.table(module)
+                methods = {key.rsplit(".", 1)[-1].split("#")[0] for key in (table["functions"] if table else ())}
+                parts.append(repr(sorted(methods & external.called_there)))
         parts += [self._key_part(other) for other in sorted(related)]
         if self.scan(self.path_of[module]).half:  # only a float16/bfloat16 module has MP103 findings
             parts.append(f"trained by {self.trainer_of(module)}; layers later: {self.may_build_layers_later(module)}")
