@@ -530,6 +530,14 @@ def test_a_notebook_says_what_it_ran_on(project, installed, cells, keras, before
         ("Works with TensorFlow 2.0 or later.\n", None, None),
         ("Runs on TensorFlow 2.3 and TensorFlow 2.17.\n", None, None),  # they disagree
         ("A TensorFlow2 model (TF 2.x).\n", None, None),
+        # a cited work's title names its own TensorFlow, not this code's
+        ("Runs on tensorflow 2.3.\n\n1. [Transformers: NLP for TensorFlow 2.17 and PyTorch](https://github.com/x/y)\n",
+         "keras2", True),
+        ("- 像pytorch一样使用tensorflow1.14，具体使用下边会介绍。\n", "keras2", True),  # ideographs around it
+        # a badge, or a link whose text is the version, declares it
+        ("[![TensorFlow 2.3](https://img.shields.io/badge/TensorFlow-2.3-FF6F00)](https://example.org)\n", "keras2", True),
+        ("Requires [TensorFlow v2.17.0](https://github.com/tensorflow/tensorflow/releases/tag/v2.17.0).\n", "keras3",
+         False),
     ],
 )
 def test_a_readme_next_to_the_code_names_its_tensorflow(project, installed, readme, keras, before_stable_api):

@@ -115,7 +115,7 @@ def runs_where_built(method_key: str, called_there: frozenset | None) -> bool:
     if called_there is None:
         return True
     name = method_key.rsplit(".", 1)[-1].split("#")[0]
-    return name.startswith("_") or name.startswith("on_") or name in FRAMEWORK_METHODS or name in called_there
+    return name.startswith(("_", "on_")) or name in FRAMEWORK_METHODS or name in called_there
 
 
 def solve(

@@ -707,9 +707,22 @@ _PROSE_VERSION = re.compile(
 )
 
 
-# A Markdown link (`[Transformers: ... for TensorFlow 2.0 and PyTorch](https://...)`): its
-# text names another work (a reference list, a citation), not what this code runs on.
-_LINK_TEXT = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)")
+# A Markdown link (`[Transformers: ... for TensorFlow 2.0 and PyTorch](https://...)`): a
+# title names another work (a reference list, a citation), not what this code runs on. A
+# badge (`![TensorFlow 1.10](https://img.shields.io/...)`), a link whose text is only the
+# version (`[TensorFlow v2.5.0](...)`) or one to TensorFlow itself declares it: those stay.
+_LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(([^)\n]*)\)")
+_ONLY_A_VERSION = re.compile(r"\s*(?:TensorFlow|Tensorflow|tensorflow|TF)[ -]?v?\d\.\d{1,2}(?:\.\d+)?\s*")
+
+
+def _without_cited_titles(text: str) -> str:
+    def cited(match: "re.Match[str]") -> str:
+        words, target = match.group(1), match.group(2)
+        if words.lstrip().startswith("!") or _ONLY_A_VERSION.fullmatch(words) \
+                or "tensorflow/tensorflow" in target or "tensorflow.org" in target:  # a badge in a link: `[![...
+            return match.group(0)
+        return " "
+    return _LINK.sub(cited, text)
 
 
 @lru_cache(maxsize=1024)
@@ -737,7 +750,7 @@ def readme_target(folder: str) -> Target | None:
         for match in (*_PIP_TENSORFLOW.finditer(text), *_LISTED_TENSORFLOW.finditer(text)):
             versions.append((int(match.group(1)), int(match.group(2))))
             named.append(f"`{match.group(0).strip(' `*+->')}`")
-        for match in _PROSE_VERSION.finditer(_LINK_TEXT.sub(" ", text)):
+        for match in _PROSE_VERSION.finditer(_without_cited_titles(text)):
             if int(match.group(1)) in (1, 2):
                 versions.append((int(match.group(1)), int(match.group(2))))
                 named.append(f'"{match.group(0)}"')
