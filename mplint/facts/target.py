@@ -309,7 +309,8 @@ def dated_target(target: Target, path: str) -> Target:
 
 
 _RECORDED_NOTEBOOKS = 50  # notebooks of a checkout read for their recorded runs, at most
-_RECORDED_SIZE = 5_000_000  # larger notebooks are not read for it
+_RECORDED_SIZE = 2_000_000  # larger notebooks are not read for it
+_RECORDED_BUDGET = 20_000_000  # bytes read in all, at most
 
 
 @lru_cache(maxsize=64)
@@ -322,21 +323,23 @@ def recorded_tensorflow(top: str) -> tuple[tuple[int, int], str] | None:
     import json
 
     found: list[tuple[tuple[int, int], str]] = []
-    read = 0
+    read = size_read = 0
     for folder, subfolders, names in os.walk(top):
         subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in ("node_modules", "site-packages"))
         for name in sorted(n for n in names if n.endswith(".ipynb")):
-            if read >= _RECORDED_NOTEBOOKS:
+            if read >= _RECORDED_NOTEBOOKS or size_read >= _RECORDED_BUDGET:
                 break
             path = os.path.join(folder, name)
             try:
-                if os.path.getsize(path) > _RECORDED_SIZE:
+                size = os.path.getsize(path)
+                if size > _RECORDED_SIZE:
                     continue
                 with open(path, encoding="utf-8", errors="replace") as handle:
                     notebook = json.load(handle)
             except (OSError, ValueError, RecursionError):
                 continue
             read += 1
+            size_read += size
             ran = _recorded_run(notebook) if isinstance(notebook, dict) else None
             if ran is not None:
                 found.append((ran, os.path.relpath(path, top)))
