@@ -57,3 +57,25 @@ class Layer:
 def test_functions_whose_every_return_casts_to_float32(function, deciding):
     entry = build_table(SOURCE)["functions"][function]
     assert entry.get("float32_unless") == deciding
+
+
+@pytest.mark.parametrize("source, truths", [
+    ('import tensorflow as tf\nfrom distutils.version import LooseVersion\n'
+     'OLD = LooseVersion(tf.__version__) < LooseVersion("2.4")\n', [True, False, False, False, False]),
+    ('import tensorflow as tf\nTF1 = tf.__version__.startswith("1.")\n', [False] * 5),
+    ('import tensorflow as tf\nMAJOR_2 = int(tf.__version__.split(".")[0]) >= 2\n', [True] * 5),
+    # a string comparison, as Python evaluates it: "2.21.0" < "2.4" is true
+    ('import tensorflow as tf\nSTRINGS = tf.version.VERSION < "2.4"\n', [True, False, False, True, True]),
+    ('import numpy as np\nNUMPY = np.__version__ < "1.20"\n', None),  # not TensorFlow's version
+    ('import tensorflow as tf\nUNKNOWN = tf.__version__ < BUILD\n', None),
+])
+def test_module_level_flags_of_tensorflows_version(source, truths):
+    from mplint.project.module_table import build_table
+    from mplint.project.version_flags import EVALUATED_VERSIONS
+
+    flags = build_table(source)["version_flags"]
+    if truths is None:
+        assert flags == {}
+    else:
+        ((name, (found, row)),) = flags.items()
+        assert found == dict(zip(EVALUATED_VERSIONS, truths)) and row == source.count("\n")

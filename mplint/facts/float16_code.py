@@ -250,9 +250,12 @@ class Float16Code:
         return None
 
     def _pins_wide_dtype(self, cls: cst.ClassDef, seen: frozenset[int] = frozenset()) -> bool:
-        """`super().__init__(dtype="float32")` in the class or a same-module base."""
+        """`super().__init__(dtype="float32")` in the class or a same-module base, or
+        `dtype=tf.float32` given to every construction of the class there is."""
         if id(cls) in seen:
             return False
+        if not seen and self._built_wide_only(cls):
+            return True
         init = _methods(cls).get("__init__")
         if init is not None:
             for node in self.index.descendants(init):
@@ -265,6 +268,24 @@ class Float16Code:
             if local is not None and self._pins_wide_dtype(local, seen | {id(cls)}):
                 return True
         return False
+
+    def _built_wide_only(self, cls: cst.ClassDef) -> bool:
+        """Every construction of the class passes a float32/float64 `dtype=`
+        (`MelSpectrogram(..., dtype=tf.float32)`): its `call` computes in that dtype
+        whatever the policy. Only where the module's constructions are all there are: no
+        other module of the project names the class, and a library module without a
+        project may be built by anyone."""
+        built = self.facts.call_graph.constructions(cls)
+        if not built:
+            return False
+        for call in built:
+            dtype = arg_value(call, None, "dtype")
+            if dtype is None or not self.is_wide_dtype(dtype):
+                return False
+        project = self.facts.project
+        if project is None:
+            return not is_library_module(self.facts.path)
+        return not project.used_elsewhere(cls.name.value)
 
     def _mark_layer_code(self) -> None:
         roots: list[cst.CSTNode] = []

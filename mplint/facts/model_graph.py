@@ -683,6 +683,10 @@ class ModelGraph:
             container = arg_value(call, 0, "layers")
             if isinstance(container, cst.Name):
                 binding = self.reaching(container)
+                mutation = self._last_mutation(container, binding.node, call) if binding is not None else None
+                if mutation is not None:
+                    # `layers.append(Dense(n, activation="softmax"))` after the list was written
+                    return self._appended_output(mutation, call)
                 container = binding.value if binding is not None else None
             if not isinstance(container, (cst.List, cst.Tuple)) or not container.elements:
                 return _UNKNOWN
@@ -695,6 +699,44 @@ class ModelGraph:
         if layer is None:
             return _UNKNOWN
         return Output("layer", element, layer, slot=slot)
+
+    _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"})
+
+    def _last_mutation(self, name: cst.Name, bound: cst.CSTNode, call: cst.Call) -> cst.CSTNode | None:
+        """The last change to the list a name holds between its binding and `call` (in its
+        scope): a `name.append(...)`-like call, `name += ...`, `name[i] = ...`; None if none."""
+        scope = scope_of(self.facts, name)
+        found = None
+        for load in self.name_loads(scope, name.value):
+            if not (self.index.before(bound, load) and self.index.before(load, call)):
+                continue
+            parent = self.index.parent_of(load)
+            if isinstance(parent, cst.Attribute) and parent.value is load and parent.attr.value in self._MUTATORS:
+                change = self.index.parent_of(parent)
+                if isinstance(change, cst.Call) and change.func is parent:
+                    found = change
+            elif isinstance(parent, cst.AugAssign) and parent.target is load:
+                found = parent
+        for target in self.index.nodes(cst.AssignTarget):  # `name[i] = layer`
+            if isinstance(target.target, cst.Subscript) and isinstance(target.target.value, cst.Name) \
+                    and target.target.value.value == name.value and self.index.before(bound, target) \
+                    and self.index.before(target, call) and scope_of(self.facts, target) is scope:
+                found = target if found is None or self.index.before(found, target) else found
+        return found
+
+    def _appended_output(self, mutation: cst.CSTNode, call: cst.Call) -> Output:
+        """The output of `Sequential(layers)` whose list's last change is an `append`
+        that runs whenever the call does (same block): that layer; anything else (a
+        change under a condition or in a loop, an `extend`) leaves the last layer unknown."""
+        if not (isinstance(mutation, cst.Call) and isinstance(mutation.func, cst.Attribute)
+                and mutation.func.attr.value == "append" and len(mutation.args) == 1):
+            return _UNKNOWN
+        statement, at_call = self.index.statement_of(mutation), self.index.statement_of(call)
+        if statement is None or at_call is None or self.index.parent_of(statement) is not self.index.parent_of(at_call):
+            return _UNKNOWN
+        element = mutation.args[0].value
+        layer = self._sequential_layer(element)
+        return Output("layer", element, layer) if layer is not None else _UNKNOWN
 
     def _sequential_layer(self, element: cst.BaseExpression | None) -> LayerRef | None:
         ctor = self.layer_constructor(element)

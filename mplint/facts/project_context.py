@@ -65,6 +65,14 @@ class ProjectContext(Protocol):
     def constant(self, name: str) -> ExternalValue | None:
         """The value of a project constant (`pkg.config.HIDDEN`)."""
 
+    def used_elsewhere(self, name: str) -> bool:
+        """Whether another module of the project (tests aside) that imports this one
+        names `name` (a class it may construct)."""
+
+    def version_flag(self, name: str) -> dict[str, bool] | None:
+        """A project flag of TensorFlow's version (`compat.IS_PREV_TF_2_4_0`): its truth
+        at each TensorFlow version checks are evaluated at; None otherwise."""
+
     def flag_default(self, name: str) -> ExternalValue | None:
         """The default of an absl flag defined in another module of the project."""
 

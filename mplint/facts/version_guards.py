@@ -173,6 +173,10 @@ def _evaluate(facts: ModuleFacts, expr: cst.BaseExpression, version: str, depth:
     qualified = facts.qualified(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
     if qualified in _VERSION_STRINGS:
         return version
+    if qualified is not None and facts.project is not None:
+        flag = facts.project.version_flag(qualified)  # `compat.IS_PREV_TF_2_4_0` of another module
+        if flag is not None:
+            return flag.get(version, _UNKNOWN)
     text = string_value(expr)
     if text is not None:
         return text

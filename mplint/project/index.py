@@ -1118,6 +1118,17 @@ class ProjectIndex:
         value, row = table["constants"][rest]
         return ExternalValue(value, self._where(module, row), f"constant {rest}", rest.rsplit(".", 1)[-1])
 
+    def version_flag(self, name: str) -> dict[str, bool] | None:
+        """A project module's flag of TensorFlow's version (`compat.IS_PREV_TF_2_4_0`):
+        its truth at each version `version_flags.EVALUATED_VERSIONS` names; else None."""
+        located = self.locate(name)
+        if located is None:
+            return None
+        module, rest = located
+        table = self.table(module)
+        found = table.get("version_flags", {}).get(rest) if table is not None else None
+        return found[0] if found is not None else None
+
     def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
         """For a project function whose every return casts to float32/float64: (its
         parameters, those whose argument could choose another dtype, whether it is bound
@@ -1333,6 +1344,12 @@ class ModuleContext:
 
     def constant(self, name: str) -> ExternalValue | None:
         return self.index.constant(name)
+
+    def version_flag(self, name: str) -> dict[str, bool] | None:
+        return self.index.version_flag(name)
+
+    def used_elsewhere(self, name: str) -> bool:
+        return bool(self.index._callers_of(self.module, name))
 
     def flag_default(self, name: str) -> ExternalValue | None:
         return self.index.flag_default(name)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from mplint.project.version_flags import version_truths
+
 _LITERALS = (int, float, str, bool, type(None))
 
 
@@ -24,7 +26,7 @@ def build_table(text: str) -> dict[str, Any] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     table: dict[str, Any] = {"imports": {}, "stars": [], "definitions": {}, "functions": {}, "constants": {}, "flags": {},
-                             "called": [], "unread": []}
+                             "called": [], "unread": [], "version_flags": {}}
     called: set[str] = set()
     read: set[str] = set()  # names the module's code reads (loads)
     from_imported: set[str] = set()  # names bound by `from m import name`
@@ -61,6 +63,9 @@ def build_table(text: str) -> dict[str, Any] | None:
         for name, value in _assignments(statement):
             assigned[name] = assigned.get(name, 0) + 1
             _constant(name, value, statement, table["constants"])
+            truths = version_truths(value, table["imports"])
+            if truths is not None:  # `IS_PREV_TF_2_4_0 = LooseVersion(tf.__version__) < LooseVersion("2.4")`
+                table["version_flags"][name] = [truths, statement.lineno]
         if isinstance(statement, ast.ClassDef):
             for inner in statement.body:
                 for name, value in _assignments(inner):
@@ -69,6 +74,7 @@ def build_table(text: str) -> dict[str, Any] | None:
     for name, count in assigned.items():
         if count > 1 or name in table["imports"]:
             table["constants"].pop(name, None)
+            table["version_flags"].pop(name, None)
     table["called"] = sorted(called)
     # Names imported with `from m import name` that the module's code never reads (nor
     # lists in `__all__`): nothing here runs them later.

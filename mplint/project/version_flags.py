@@ -1,0 +1,137 @@
+"""Module-level flags that say which TensorFlow runs, read from the syntax tree (`ast`).
+
+A project often decides its TensorFlow version once, in a compatibility module, and
+imports the answer everywhere:
+
+    # neurst/utils/compat.py
+    IS_PREV_TF_2_4_0 = LooseVersion(tf.__version__) < LooseVersion("2.4")
+
+    # another module
+    if compat.IS_PREV_TF_2_4_0:
+        from tensorflow.keras.mixed_precision.experimental import LossScaleOptimizer
+
+The project's module table keeps each such flag's truth at the TensorFlow versions the
+version checks are evaluated at (`mplint.facts.version_guards`), so a branch under an
+imported flag is judged as the same check written in place would be. Only checks of
+TensorFlow's own version count (`tf.__version__`, `tf.version.VERSION`), as Python
+evaluates them: a string comparison stays a string comparison.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# The TensorFlow versions a version check is evaluated at (a superset of those
+# `mplint.facts.version_guards` asks for).
+EVALUATED_VERSIONS = ("2.0.0", "2.4.0", "2.9.0", "2.15.0", "2.21.0")
+
+_UNKNOWN = object()
+_PARSERS = frozenset({"LooseVersion", "StrictVersion", "parse_version", "Version", "parse"})
+_MAX_DEPTH = 8
+
+
+def version_truths(value: ast.expr, imports: dict[str, str]) -> dict[str, bool] | None:
+    """The truth of `value` at each of EVALUATED_VERSIONS, where it is a check of
+    TensorFlow's version that evaluates at all of them; else None."""
+    if not _reads_tensorflow_version(value, imports):
+        return None
+    truths: dict[str, bool] = {}
+    for version in EVALUATED_VERSIONS:
+        found = _evaluate(value, version, imports, 0)
+        if found is _UNKNOWN or not isinstance(found, bool):
+            return None
+        truths[version] = found
+    return truths
+
+
+def _reads_tensorflow_version(value: ast.expr, imports: dict[str, str]) -> bool:
+    return any(_is_tensorflow_version(node, imports) for node in ast.walk(value))
+
+
+def _is_tensorflow_version(node: ast.AST, imports: dict[str, str]) -> bool:
+    """`tf.__version__`, `tf.VERSION` or `tf.version.VERSION`, `tf` importing tensorflow."""
+    if not isinstance(node, ast.Attribute):
+        return False
+    if node.attr in ("__version__", "VERSION") and isinstance(node.value, ast.Name):
+        return imports.get(node.value.id) == "tensorflow"
+    return node.attr == "VERSION" and isinstance(node.value, ast.Attribute) and node.value.attr == "version" \
+        and isinstance(node.value.value, ast.Name) and imports.get(node.value.value.id) == "tensorflow"
+
+
+def _parse(text: object) -> object:
+    if not isinstance(text, str):
+        return _UNKNOWN
+    return tuple(int(n) for n in re.findall(r"\d+", text)[:3])
+
+
+def _evaluate(node: ast.expr, version: str, imports: dict[str, str], depth: int) -> object:
+    if depth > _MAX_DEPTH:
+        return _UNKNOWN
+    if _is_tensorflow_version(node, imports):
+        return version
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, bool)):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        items = tuple(_evaluate(e, version, imports, depth + 1) for e in node.elts)
+        return _UNKNOWN if _UNKNOWN in items else items
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left = _evaluate(node.left, version, imports, depth + 1)
+        right = _evaluate(node.comparators[0], version, imports, depth + 1)
+        return _compare(left, node.ops[0], right)
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate(v, version, imports, depth + 1) for v in node.values]
+        if _UNKNOWN in values:
+            return _UNKNOWN
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _evaluate(node.operand, version, imports, depth + 1)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(node, ast.Subscript):
+        base = _evaluate(node.value, version, imports, depth + 1)
+        index = _evaluate(node.slice, version, imports, depth + 1)
+        if isinstance(base, list) and isinstance(index, int) and -len(base) <= index < len(base):
+            return base[index]
+        return _UNKNOWN
+    if isinstance(node, ast.Call):
+        return _call(node, version, imports, depth)
+    return _UNKNOWN
+
+
+def _call(node: ast.Call, version: str, imports: dict[str, str], depth: int) -> object:
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    first = _evaluate(node.args[0], version, imports, depth + 1) if node.args else None
+    if name in _PARSERS and isinstance(first, str):
+        return _parse(first)
+    if name == "int" and isinstance(first, str) and first.isdigit():
+        return int(first)
+    if isinstance(func, ast.Attribute):
+        receiver = _evaluate(func.value, version, imports, depth + 1)
+        if isinstance(receiver, str):
+            if func.attr in ("startswith", "endswith") and isinstance(first, (str, tuple)):
+                return getattr(receiver, func.attr)(first)
+            if func.attr == "split" and (first is None or isinstance(first, str)):
+                return receiver.split(first)
+    return _UNKNOWN
+
+
+def _compare(left: object, op: ast.cmpop, right: object) -> object:
+    if left is _UNKNOWN or right is _UNKNOWN or type(left) is not type(right):
+        return _UNKNOWN
+    try:
+        if isinstance(op, ast.Lt):
+            return left < right  # type: ignore[operator]
+        if isinstance(op, ast.LtE):
+            return left <= right  # type: ignore[operator]
+        if isinstance(op, ast.Gt):
+            return left > right  # type: ignore[operator]
+        if isinstance(op, ast.GtE):
+            return left >= right  # type: ignore[operator]
+        if isinstance(op, ast.Eq):
+            return left == right
+        if isinstance(op, ast.NotEq):
+            return left != right
+    except TypeError:
+        return _UNKNOWN
+    return _UNKNOWN
