@@ -7,7 +7,8 @@ A finding is true only where its code runs. Two kinds of branch are known not to
 - an `if` on an attribute that a class sets once in `__init__` from a parameter
   (`self.mixed_precision = mixed_precision`), where every construction of the class, in
   this module and in the other modules of the project, gives that parameter the other
-  truth (`DistributedModel(..., mixed_precision=True)`): the `else:` never runs.
+  truth (`DistributedModel(..., mixed_precision=True)`): the `else:` never runs;
+and the private methods (`_data_dep_init`) whose every call sits in such a branch.
 Anything else (a flag, an argument nobody writes down, a class nobody constructs) can run.
 Rules do not drop such findings: `Rule.report` gives them a conflicting call-path premise,
 so they move to the extended tier and keep no safe fix.
@@ -27,14 +28,37 @@ from mplint.facts.policy_flow import constant_truth
 ModuleFacts = Any
 
 
-def never_runs(facts: ModuleFacts, node: cst.CSTNode) -> str | None:
+def never_runs(facts: ModuleFacts, node: cst.CSTNode, depth: int = 0) -> str | None:
     """Why `node` never runs (a few words), or None when it can."""
     for test, negated in branches_to_module(facts.index, node):
         truth = _truth(facts, test)
         if truth is not None and truth[0] == negated:
             code = " ".join(facts.module.code_for_node(test).split())
             return f"`if {code}:` is always {'true' if truth[0] else 'false'} here ({truth[1]})"
-    return None
+    return _only_called_where_never_run(facts, node, depth)
+
+
+_MAX_CALL_DEPTH = 2
+
+
+def _only_called_where_never_run(facts: ModuleFacts, node: cst.CSTNode, depth: int) -> str | None:
+    """Why the private method holding `node` never runs: every call of it in its class
+    (`self._data_dep_init(x)`) sits where it never runs (`if self.data_init:` with every
+    construction giving `data_init=False`). A public method or function may be called
+    from anywhere, so only private methods (`_name`, not dunders) count."""
+    function = facts.index.enclosing(node, cst.FunctionDef)
+    if depth >= _MAX_CALL_DEPTH or function is None or facts.index.enclosing(function, cst.ClassDef) is None:
+        return None
+    name = function.name.value
+    if not name.startswith("_") or name.endswith("__"):
+        return None
+    sites = facts.call_graph.sites_of(function)
+    if not sites or not all(isinstance(site, cst.Call) for site in sites):
+        return None  # never called here, or handed on as a value
+    reasons = [never_runs(facts, site, depth + 1) for site in sites]
+    if any(reason is None for reason in reasons):
+        return None
+    return f"`{name}` is called only where it never runs: {reasons[0]}"
 
 
 def _truth(facts: ModuleFacts, test: cst.BaseExpression) -> tuple[bool, str] | None:
