@@ -209,10 +209,12 @@ class CallGraph:
             if id(name) in called_funcs:
                 continue
             parent = index.parent_of(name)
-            if not isinstance(parent, (cst.Arg, cst.Element, cst.Assign, cst.Return, cst.DictElement)):
+            if not isinstance(parent, (cst.Arg, cst.Element, cst.Assign, cst.Return, cst.DictElement, cst.IfExp)):
                 continue
             if isinstance(parent, cst.Assign) and name is not parent.value:
                 continue
+            if isinstance(parent, cst.IfExp) and name is parent.test:
+                continue  # `step = train_mp if mp else train`: an arm is a value, the test is not
             target = self._function_named(name)
             if target is not None:
                 self._sites.setdefault(id(target), []).append(name)

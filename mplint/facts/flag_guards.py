@@ -29,7 +29,11 @@ Guards = dict[str, bool]
 
 
 def _flag_read(facts: ModuleFacts, test: cst.BaseExpression) -> str | None:
-    """The flag a test reads as it is (`args.fp16`, `self.args.fp16`, `FLAGS.amp`)."""
+    """The flag a test reads as it is (`args.fp16`, `self.args.fp16`, `FLAGS.amp`), or a
+    name the module binds once at its top level (`mp = params.train.mixed_precision`),
+    keyed by the module: another module's `mp` is another variable."""
+    if isinstance(test, cst.Name):
+        return f"{facts.path}::{test.value}" if _bound_once_at_top(facts, test) else None
     if not isinstance(test, cst.Attribute):
         return None
     holder = test.value
@@ -50,15 +54,97 @@ def _test_guards(facts: ModuleFacts, test: cst.BaseExpression, truth: bool) -> G
     return {flag: truth} if flag else {}
 
 
-def flag_guards(facts: ModuleFacts, node: cst.CSTNode) -> Guards:
-    """The flags whose value the branches around `node` fix (up to the module's top)."""
+def _bound_once_at_top(facts: ModuleFacts, name: cst.Name) -> bool:
+    """Whether `name` reads a variable the module binds exactly once, by a plain
+    assignment at its top level (not in a branch, a loop or a function): one value for
+    the whole run, as a parsed flag is."""
+    index = facts.index
+    for function in _enclosing_functions(index, name):
+        if _binds_inside(index, function, name.value):
+            return False  # a local (or a parameter) of that name: not the module's variable
+    stores = [t for t in index.nodes(cst.AssignTarget)
+              if isinstance(t.target, cst.Name) and t.target.value == name.value
+              and index.enclosing(t, cst.FunctionDef, cst.Lambda, cst.ClassDef) is None]
+    others = [n for kind in (cst.AugAssign, cst.AnnAssign, cst.For, cst.FunctionDef, cst.ClassDef, cst.ImportAlias,
+                             cst.NamedExpr, cst.AsName, cst.With)
+              for n in index.nodes(kind)
+              if _binds(n, name.value) and index.enclosing(n, cst.FunctionDef, cst.Lambda, cst.ClassDef) is None]
+    if len(stores) != 1 or others or any(any(n.name.value == name.value for n in g.names)
+                                         for g in index.nodes(cst.Global)):
+        return False
+    statement = index.statement_of(stores[0])
+    return statement is not None and index.parent_of(statement) is index.module
+
+
+def _enclosing_functions(index, node: cst.CSTNode) -> list[cst.CSTNode]:
+    return [a for a in index.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))]
+
+
+def _binds_inside(index, function: cst.CSTNode, name: str) -> bool:
+    """Whether a function binds `name` itself: a parameter, an assignment, a loop target."""
+    for node in index.descendants(function):
+        if isinstance(node, cst.Param) and node.name.value == name:
+            return True
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name) and node.target.value == name:
+            return True
+        if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName)) and _binds(node, name):
+            return True
+    return False
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    for field in ("target", "name", "asname"):
+        value = getattr(node, field, None)
+        if isinstance(value, cst.AsName):
+            value = value.name
+        if isinstance(value, cst.Name) and value.value == name:
+            return True
+    return False
+
+
+def flag_guards(facts: ModuleFacts, node: cst.CSTNode, depth: int = 0) -> Guards:
+    """The flags whose value the branches around `node` fix (up to the module's top),
+    and, for code of a module-level function that the module only selects by a flag
+    (`train = train_mp if mp else train_fp32`), that flag's value."""
     found: Guards = {}
     for test, negated in branches_to_module(facts.index, node):
         for flag, truth in _test_guards(facts, test, not negated).items():
             if found.get(flag, truth) != truth:
                 return {}  # contradictory tests: dead code, say nothing
             found.setdefault(flag, truth)
+    for flag, truth in _selected_under(facts, node, depth).items():
+        if found.get(flag, truth) != truth:
+            return {}
+        found.setdefault(flag, truth)
     return found
+
+
+_MAX_SELECTION_DEPTH = 2
+
+
+def _selected_under(facts: ModuleFacts, node: cst.CSTNode, depth: int) -> Guards:
+    """The flags every use of the module-level function holding `node` runs under: its
+    calls' and references' own guards, with the arm of a conditional expression that
+    picks it (`train_network_mp if mp else train`)."""
+    function = facts.index.enclosing(node, cst.FunctionDef)
+    if depth >= _MAX_SELECTION_DEPTH or function is None or facts.index.parent_of(function) is not facts.index.module:
+        return {}
+    sites = facts.call_graph.sites_of(function)
+    if not sites:
+        return {}
+    per_site = []
+    for site in sites:
+        guards = flag_guards(facts, site, depth + 1)
+        child: cst.CSTNode = site
+        for ancestor in facts.index.ancestors(site):
+            if isinstance(ancestor, (cst.BaseStatement, cst.Lambda)):
+                break
+            if isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
+                for flag, truth in _test_guards(facts, ancestor.test, child is ancestor.body).items():
+                    guards.setdefault(flag, truth)
+            child = ancestor
+        per_site.append(guards)
+    return common_guards(per_site)
 
 
 def common_guards(all_guards: Iterable[Guards]) -> Guards:
