@@ -29,6 +29,7 @@ from typing import Any
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, string_value
+from mplint.project.version_flags import compare_versions
 
 ModuleFacts = Any  # mplint.facts.module imports this module
 
@@ -245,27 +246,9 @@ def _call(facts: ModuleFacts, call: cst.Call, version: str, depth: int) -> objec
     return _UNKNOWN
 
 
+_CST_OPERATORS = {cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">", cst.GreaterThanEqual: ">=",
+                  cst.Equal: "==", cst.NotEqual: "!=", cst.In: "in", cst.NotIn: "not in"}
+
+
 def _compare(left: object, operator: cst.BaseCompOp, right: object) -> object:
-    if isinstance(operator, (cst.In, cst.NotIn)) and left is not _UNKNOWN and right is not _UNKNOWN:
-        # `"2.3" in tf.__version__` (a substring), `tf.__version__ in ("2.3.0", "2.3.1")`
-        if isinstance(right, str) and isinstance(left, str) or isinstance(right, tuple):
-            return (left in right) == isinstance(operator, cst.In)  # type: ignore[operator]
-        return _UNKNOWN
-    if left is _UNKNOWN or right is _UNKNOWN or type(left) is not type(right):
-        return _UNKNOWN
-    try:
-        if isinstance(operator, cst.LessThan):
-            return left < right  # type: ignore[operator]
-        if isinstance(operator, cst.LessThanEqual):
-            return left <= right  # type: ignore[operator]
-        if isinstance(operator, cst.GreaterThan):
-            return left > right  # type: ignore[operator]
-        if isinstance(operator, cst.GreaterThanEqual):
-            return left >= right  # type: ignore[operator]
-        if isinstance(operator, cst.Equal):
-            return left == right
-        if isinstance(operator, cst.NotEqual):
-            return left != right
-    except TypeError:
-        return _UNKNOWN
-    return _UNKNOWN
+    return compare_versions(left, _CST_OPERATORS.get(type(operator), ""), right, _UNKNOWN)

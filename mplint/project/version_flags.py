@@ -116,22 +116,40 @@ def _call(node: ast.Call, version: str, imports: dict[str, str], depth: int) -> 
     return _UNKNOWN
 
 
+_AST_OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+                  ast.In: "in", ast.NotIn: "not in"}
+
+
 def _compare(left: object, op: ast.cmpop, right: object) -> object:
-    if left is _UNKNOWN or right is _UNKNOWN or type(left) is not type(right):
-        return _UNKNOWN
+    return compare_versions(left, _AST_OPERATORS.get(type(op), ""), right, _UNKNOWN)
+
+
+def compare_versions(left: object, operator: str, right: object, unknown: object) -> object:
+    """`left operator right` as Python evaluates it on the values a version check
+    computed (strings, integers, tuples), or `unknown` where it cannot be told: shared by
+    this module's evaluator (`ast`) and `mplint.facts.version_guards` (libcst)."""
+    if left is unknown or right is unknown:
+        return unknown
+    if operator in ("in", "not in"):
+        # `"2.3" in tf.__version__` (a substring), `tf.__version__ in ("2.3.0", "2.3.1")`
+        if isinstance(right, str) and isinstance(left, str) or isinstance(right, tuple):
+            return (left in right) == (operator == "in")  # type: ignore[operator]
+        return unknown
+    if type(left) is not type(right):
+        return unknown
     try:
-        if isinstance(op, ast.Lt):
+        if operator == "<":
             return left < right  # type: ignore[operator]
-        if isinstance(op, ast.LtE):
+        if operator == "<=":
             return left <= right  # type: ignore[operator]
-        if isinstance(op, ast.Gt):
+        if operator == ">":
             return left > right  # type: ignore[operator]
-        if isinstance(op, ast.GtE):
+        if operator == ">=":
             return left >= right  # type: ignore[operator]
-        if isinstance(op, ast.Eq):
+        if operator == "==":
             return left == right
-        if isinstance(op, ast.NotEq):
+        if operator == "!=":
             return left != right
     except TypeError:
-        return _UNKNOWN
-    return _UNKNOWN
+        return unknown
+    return unknown
