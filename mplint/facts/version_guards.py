@@ -29,7 +29,7 @@ from typing import Any
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, string_value
-from mplint.project.version_flags import compare_versions
+from mplint.core.versions import compare_versions
 
 ModuleFacts = Any  # mplint.facts.module imports this module
 

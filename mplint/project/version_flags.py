@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 import re
 
+from mplint.core.versions import compare_versions
+
 # The TensorFlow versions a version check is evaluated at (a superset of those
 # `mplint.facts.version_guards` asks for).
 EVALUATED_VERSIONS = ("2.0.0", "2.4.0", "2.9.0", "2.15.0", "2.21.0")
@@ -122,34 +124,3 @@ _AST_OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq
 
 def _compare(left: object, op: ast.cmpop, right: object) -> object:
     return compare_versions(left, _AST_OPERATORS.get(type(op), ""), right, _UNKNOWN)
-
-
-def compare_versions(left: object, operator: str, right: object, unknown: object) -> object:
-    """`left operator right` as Python evaluates it on the values a version check
-    computed (strings, integers, tuples), or `unknown` where it cannot be told: shared by
-    this module's evaluator (`ast`) and `mplint.facts.version_guards` (libcst)."""
-    if left is unknown or right is unknown:
-        return unknown
-    if operator in ("in", "not in"):
-        # `"2.3" in tf.__version__` (a substring), `tf.__version__ in ("2.3.0", "2.3.1")`
-        if isinstance(right, str) and isinstance(left, str) or isinstance(right, tuple):
-            return (left in right) == (operator == "in")  # type: ignore[operator]
-        return unknown
-    if type(left) is not type(right):
-        return unknown
-    try:
-        if operator == "<":
-            return left < right  # type: ignore[operator]
-        if operator == "<=":
-            return left <= right  # type: ignore[operator]
-        if operator == ">":
-            return left > right  # type: ignore[operator]
-        if operator == ">=":
-            return left >= right  # type: ignore[operator]
-        if operator == "==":
-            return left == right
-        if operator == "!=":
-            return left != right
-    except TypeError:
-        return unknown
-    return unknown
