@@ -5,6 +5,16 @@ read from libcst (`mplint.facts.version_guards`) and the version flags read from
 
 from __future__ import annotations
 
+import re
+
+
+def version_tuple(text: object, unknown: object) -> object:
+    """`(2, 4, 0)` for "2.4.0" (`LooseVersion(...)`, `version.parse(...)` of a version
+    string: its first three numbers), or `unknown` for anything but a string."""
+    if not isinstance(text, str):
+        return unknown
+    return tuple(int(n) for n in re.findall(r"\d+", text)[:3])
+
 
 def compare_versions(left: object, operator: str, right: object, unknown: object) -> object:
     """`left operator right` as Python evaluates it on the values a version check

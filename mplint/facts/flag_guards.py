@@ -18,7 +18,7 @@ from typing import Any
 
 import libcst as cst
 
-from mplint.analysis.guards import branches_to_module
+from mplint.analysis.guards import branches_to_module, guard_of
 from mplint.analysis.values import FLAG_NAMESPACE_NAMES
 
 # The facts of a module (mplint.facts.module), named, not imported: the module's policy
@@ -57,49 +57,20 @@ def _test_guards(facts: ModuleFacts, test: cst.BaseExpression, truth: bool) -> G
 def _bound_once_at_top(facts: ModuleFacts, name: cst.Name) -> bool:
     """Whether `name` reads a variable the module binds exactly once, by a plain
     assignment at its top level (not in a branch, a loop or a function): one value for
-    the whole run, as a parsed flag is."""
-    index = facts.index
-    for function in _enclosing_functions(index, name):
-        if _binds_inside(index, function, name.value):
+    the whole run, as a parsed flag is. Read from the module's binding table
+    (`ModuleFacts.bound_names`)."""
+    index, bound = facts.index, facts.bound_names
+    sites = [site for (_, bound_name), found in bound.sites.items() if bound_name == name.value for site in found]
+    for function in index.ancestors(name):
+        if isinstance(function, (cst.FunctionDef, cst.Lambda)) and any(index.contains(function, s.node) for s in sites):
             return False  # a local (or a parameter) of that name: not the module's variable
-    stores = [t for t in index.nodes(cst.AssignTarget)
-              if isinstance(t.target, cst.Name) and t.target.value == name.value
-              and index.enclosing(t, cst.FunctionDef, cst.Lambda, cst.ClassDef) is None]
-    others = [n for kind in (cst.AugAssign, cst.AnnAssign, cst.For, cst.FunctionDef, cst.ClassDef, cst.ImportAlias,
-                             cst.NamedExpr, cst.AsName, cst.With)
-              for n in index.nodes(kind)
-              if _binds(n, name.value) and index.enclosing(n, cst.FunctionDef, cst.Lambda, cst.ClassDef) is None]
-    if len(stores) != 1 or others or any(any(n.name.value == name.value for n in g.names)
-                                         for g in index.nodes(cst.Global)):
+    at_top = bound.sites.get((id(index.module), name.value), [])
+    if len(at_top) != 1 or any(n.name.value == name.value for g in index.nodes(cst.Global) for n in g.names):
         return False
-    statement = index.statement_of(stores[0])
-    return statement is not None and index.parent_of(statement) is index.module
-
-
-def _enclosing_functions(index, node: cst.CSTNode) -> list[cst.CSTNode]:
-    return [a for a in index.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))]
-
-
-def _binds_inside(index, function: cst.CSTNode, name: str) -> bool:
-    """Whether a function binds `name` itself: a parameter, an assignment, a loop target."""
-    for node in index.descendants(function):
-        if isinstance(node, cst.Param) and node.name.value == name:
-            return True
-        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name) and node.target.value == name:
-            return True
-        if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName)) and _binds(node, name):
-            return True
-    return False
-
-
-def _binds(node: cst.CSTNode, name: str) -> bool:
-    for field in ("target", "name", "asname"):
-        value = getattr(node, field, None)
-        if isinstance(value, cst.AsName):
-            value = value.name
-        if isinstance(value, cst.Name) and value.value == name:
-            return True
-    return False
+    node = at_top[0].node
+    statement = index.statement_of(node)
+    return isinstance(node, cst.Assign) and statement is not None and index.parent_of(statement) is index.module \
+        and any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets)
 
 
 def flag_guards(facts: ModuleFacts, node: cst.CSTNode, depth: int = 0) -> Guards:
@@ -135,14 +106,10 @@ def _selected_under(facts: ModuleFacts, node: cst.CSTNode, depth: int) -> Guards
     per_site = []
     for site in sites:
         guards = flag_guards(facts, site, depth + 1)
-        child: cst.CSTNode = site
-        for ancestor in facts.index.ancestors(site):
-            if isinstance(ancestor, (cst.BaseStatement, cst.Lambda)):
-                break
-            if isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
-                for flag, truth in _test_guards(facts, ancestor.test, child is ancestor.body).items():
+        for test, negated in reversed(guard_of(facts.index, site)):  # conditional expressions, innermost first
+            if isinstance(facts.index.parent_of(test), cst.IfExp):
+                for flag, truth in _test_guards(facts, test, not negated).items():
                     guards.setdefault(flag, truth)
-            child = ancestor
         per_site.append(guards)
     return common_guards(per_site)
 

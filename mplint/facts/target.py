@@ -715,13 +715,12 @@ _PROSE_VERSION = re.compile(
 # badge (`![TensorFlow 1.10](https://img.shields.io/...)`), a link whose text is only the
 # version (`[TensorFlow v2.5.0](...)`) or one to TensorFlow itself declares it: those stay.
 _LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(([^)\n]*)\)")
-_ONLY_A_VERSION = re.compile(r"\s*(?:TensorFlow|Tensorflow|tensorflow|TF)[ -]?v?\d\.\d{1,2}(?:\.\d+)?\s*")
 
 
 def _without_cited_titles(text: str) -> str:
     def cited(match: "re.Match[str]") -> str:
         words, target = match.group(1), match.group(2)
-        if words.lstrip().startswith("!") or _ONLY_A_VERSION.fullmatch(words) \
+        if words.lstrip().startswith("!") or _PROSE_VERSION.fullmatch(words.strip()) \
                 or "tensorflow/tensorflow" in target or "tensorflow.org" in target:  # a badge in a link: `[![...
             return match.group(0)
         return " "

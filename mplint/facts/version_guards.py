@@ -29,7 +29,8 @@ from typing import Any
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, string_value
-from mplint.core.versions import compare_versions
+from mplint.analysis.guards import guard_of
+from mplint.core.versions import compare_versions, version_tuple
 
 ModuleFacts = Any  # mplint.facts.module imports this module
 
@@ -71,13 +72,9 @@ def unevaluated_version_check(facts: ModuleFacts, node: cst.CSTNode) -> cst.Base
     cannot evaluate (`Version(TF_VERSION) < Version("2.4.0")`, the version a package was
     built with): whether that branch runs on the TensorFlow in use is not known, and the
     old API there is likely the compatibility code for an older one. None elsewhere."""
-    child: cst.CSTNode = node
-    for ancestor in facts.index.ancestors(node):
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test \
-                and _compares_versions(facts, ancestor.test) \
-                and any(_truth(facts, ancestor.test, version) is None for version in TENSORFLOW2_VERSIONS):
-            return ancestor.test
-        child = ancestor
+    for test, _ in reversed(guard_of(facts.index, node, to_module=True)):  # innermost first
+        if _compares_versions(facts, test) and any(_truth(facts, test, v) is None for v in TENSORFLOW2_VERSIONS):
+            return test
     return None
 
 
@@ -163,9 +160,7 @@ def _truth(facts: ModuleFacts, test: cst.BaseExpression, version: str) -> bool |
 
 
 def _parse(version: object) -> object:
-    if not isinstance(version, str):
-        return _UNKNOWN
-    return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+    return version_tuple(version, _UNKNOWN)
 
 
 def _evaluate(facts: ModuleFacts, expr: cst.BaseExpression, version: str, depth: int) -> object:

@@ -20,9 +20,8 @@ evaluates them: a string comparison stays a string comparison.
 from __future__ import annotations
 
 import ast
-import re
 
-from mplint.core.versions import compare_versions
+from mplint.core.versions import compare_versions, version_tuple
 
 # The TensorFlow versions a version check is evaluated at (a superset of those
 # `mplint.facts.version_guards` asks for).
@@ -61,10 +60,6 @@ def _is_tensorflow_version(node: ast.AST, imports: dict[str, str]) -> bool:
         and isinstance(node.value.value, ast.Name) and imports.get(node.value.value.id) == "tensorflow"
 
 
-def _parse(text: object) -> object:
-    if not isinstance(text, str):
-        return _UNKNOWN
-    return tuple(int(n) for n in re.findall(r"\d+", text)[:3])
 
 
 def _evaluate(node: ast.expr, version: str, imports: dict[str, str], depth: int) -> object:
@@ -105,7 +100,7 @@ def _call(node: ast.Call, version: str, imports: dict[str, str], depth: int) -> 
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
     first = _evaluate(node.args[0], version, imports, depth + 1) if node.args else None
     if name in _PARSERS and isinstance(first, str):
-        return _parse(first)
+        return version_tuple(first, _UNKNOWN)
     if name == "int" and isinstance(first, str) and first.isdigit():
         return int(first)
     if isinstance(func, ast.Attribute):
