@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass, field
 
 from mplint.core.float16_literals import is_float16_hazard
+from mplint.inputs.python_tree import python_tree
 
 
 @dataclass
@@ -207,12 +208,8 @@ _last_statements: tuple[str, int, Statements | None] | None = None  # for the te
 
 def _python_tree(text: str, flags: int) -> ast.Module | None:
     global _last_statements
-    try:
-        tree = compile(text, "<mplint>", "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        _last_statements = (text, flags, None)
-        return None
-    _last_statements = (text, flags, _statements(tree))
+    tree = python_tree(text, flags)
+    _last_statements = (text, flags, None if tree is None else _statements(tree))
     return tree
 
 

@@ -133,12 +133,9 @@ class _Parsed:
     @property
     def tree(self):
         if self._tree is False:
-            import ast
+            from mplint.inputs.python_tree import python_tree
 
-            try:
-                self._tree = ast.parse(self.text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._tree = None
+            self._tree = python_tree(self.text)
         return self._tree
 
 
