@@ -1070,6 +1070,8 @@ class GraphRewriteApi(MigrationRule):
             return
         keras = _uses_keras(facts)
         if not keras or (is_tf1_graph_code(facts) and not facts.policy.global_settings):
+            if self._graph_rewrite_counts(node):
+                return
             what = "this TF 1.x graph code" if is_tf1_graph_code(facts) else "this code"
             self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` works only in NVIDIA's NGC containers: keep it for them, "
                               "or port the model to Keras",
@@ -1091,13 +1093,7 @@ class GraphRewriteApi(MigrationRule):
             self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NGC containers, where the Keras policy "
                               "this code sets counts: the switch can go", fix=fix, severity=Severity.INFO)
             return
-        rewrite = next((c for c in facts.calls_by_name if c in GRAPH_REWRITE), None)
-        if rewrite is not None:
-            # the graph rewrite this code calls is what gives it mixed precision outside NGC
-            self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NGC containers, where the graph rewrite "
-                              f"this code calls (`{rewrite.rsplit('.', 1)[-1]}`) counts: the switch can go",
-                        severity=Severity.INFO,
-                        detail="TensorFlow 2.21 ignores the switch; MP403 reports the graph rewrite on its own")
+        if self._graph_rewrite_counts(node):
             return
         # "trains in float32" holds only on stock TensorFlow: in an NGC container the switch works.
         build = stock_tensorflow_premise(facts)
@@ -1117,6 +1113,25 @@ class GraphRewriteApi(MigrationRule):
             if changes is not None:
                 fix = self.fix("Set the mixed_float16 policy instead", changes, unsafe=True)
         self.report(node, message, fix=fix, severity=Severity.WARNING, premises=(build,), detail=_ENV_DETAIL)
+
+    def _graph_rewrite_counts(self, node: cst.CSTNode) -> bool:
+        """Report the switch as redundant where the graph rewrite gives the code its mixed
+        precision outside NGC: called here, or by a project module imported here (the
+        model code a script loads). Whether it was reported."""
+        facts = self.facts
+        rewrite = next((c for c in facts.calls_by_name if c in GRAPH_REWRITE), None)
+        if rewrite is not None:
+            where = f"this code calls (`{rewrite.rsplit('.', 1)[-1]}`)"
+        else:
+            imported = facts.project.graph_rewrite_imported() if facts.project is not None else None
+            if imported is None:
+                return False
+            where = f"that {imported} (imported here) calls"
+        self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NGC containers, where the graph rewrite "
+                          f"{where} counts: the switch can go",
+                    severity=Severity.INFO,
+                    detail="TensorFlow 2.21 ignores the switch; MP403 reports the graph rewrite where it is called")
+        return True
 
     def _policy_instead_of(self, statement: cst.SimpleStatementLine, guard: Guard) -> list[Change] | None:
         """Replace the statement that sets the environment variable by the policy (under

@@ -11,6 +11,7 @@ from mplint.facts.late_policy import late_mixed_settings
 from mplint.facts.layer_variables import (
     never_built,
     owns_no_float_variables,
+    restored_before_training,
     training_premise,
     under_variable_creator,
     untrained_entry_point,
@@ -215,7 +216,7 @@ class Float16Variables(Rule):
                 # the scripts that run this module's code set a mixed policy first: an
                 # explicitly set policy, not floatx, gives the layers their dtypes
                 return
-            untrained = self._untrained()
+            untrained = self._untrained() or restored_before_training(self.facts, setting.call)
             self.report(
                 setting.call,
                 f"`set_floatx({name!r})` makes every variable {name}; " + (

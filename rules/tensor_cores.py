@@ -36,7 +36,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, callee_name
 from mplint.analysis.values import Source, Value, literal_number
-from mplint.core.diagnostics import ROLE, FixAvailability, Premise, Severity, Status
+from mplint.core.diagnostics import CALL_PATH, ROLE, FixAvailability, Premise, Severity, Status
 from mplint.catalogue.rule import FixPlan, Replace, Rule
 from mplint.core.textpos import LineIndex
 
@@ -195,6 +195,12 @@ class TensorCoreFindings:
                 if tie is not None:  # rounding this layer alone breaks the model
                     item.premises = (Premise(ROLE, "the width is a free choice", Status.ASSUMED, tie),)
                     item.reason, item.source = "round the tied widths together", None
+            overridden = next((s for s in item.site.value.sources if s.overridden), None)
+            if overridden is not None:
+                item.premises = (*item.premises, Premise(
+                    CALL_PATH, "the default is used", Status.ASSUMED,
+                    f"every call in the project passes its own `{overridden.name}`: the {overridden.via} "
+                    "serves only callers outside the project"))
         self._emit(pending)
 
     def _vocabulary_premise(self, embedding: SizeSite) -> Premise:

@@ -1,5 +1,5 @@
 """A Keras 2 file whose project names no TensorFlow ran on the TensorFlow of the day its
-repository last changed (git): the experimental mixed-precision API is the only one of a
+repository's code last changed (git; documentation edits do not count): the experimental mixed-precision API is the only one of a
 project last committed in July 2020, and only deprecated in one from 2021; a project
 still maintained runs its old files on today's TensorFlow."""
 
@@ -76,12 +76,30 @@ def test_a_project_last_committed_in_the_tf_2_4_to_2_8_years_gets_infos_with_the
 
 def test_an_old_file_of_a_project_maintained_since_runs_on_its_newer_tensorflow(cli, tmp_path):
     _committed(tmp_path, {"train.py": EXPERIMENTAL}, "2020-07-18")
-    _committed(tmp_path, {"README.md": "notes\n"}, "2021-06-01")  # maintained on TF 2.5
+    _committed(tmp_path, {"utils.py": "x = 1\n"}, "2021-06-01")  # maintained on TF 2.5
     findings = _mp401(cli, tmp_path)
     assert {f["severity"] for f in findings} == {"info"}
     assert all("this project's TensorFlow 2.5" in f["message"] for f in findings)
-    _committed(tmp_path, {"README.md": "more notes\n"}, "2024-05-01")  # and on Keras 3's
+    _committed(tmp_path, {"requirements.txt": "numpy\n"}, "2024-05-01")  # and on Keras 3's
     assert {f["severity"] for f in _mp401(cli, tmp_path)} == {"error"}
+
+
+def test_documentation_edited_later_does_not_date_the_code(cli, tmp_path):
+    _committed(tmp_path, {"train.py": EXPERIMENTAL}, "2020-07-18")
+    _committed(tmp_path, {"README.md": "notes\n", "docs/usage.rst": "usage\n", "figure.png": "png"}, "2022-07-11")
+    findings = _mp401(cli, tmp_path)
+    assert findings and {f["severity"] for f in findings} == {"info"}
+    assert any("the only mixed-precision API of this project's TensorFlow (< 2.4)" in f["message"] for f in findings)
+
+
+def test_a_merge_dates_the_code_by_the_commits_it_brings(cli, tmp_path):
+    _committed(tmp_path, {"utils.py": "x = 1\n"}, "2020-06-01")
+    _git(tmp_path, "checkout", "-q", "-b", "feature")
+    _committed(tmp_path, {"train.py": EXPERIMENTAL}, "2020-07-18")
+    _git(tmp_path, "checkout", "-q", "-")
+    _git(tmp_path, "merge", "-q", "--no-ff", "-m", "merge", "feature", day="2021-01-05")  # TF 2.4 was out
+    assert last_change(str(tmp_path / "train.py")).day == "2020-07-18"
+    assert {f["severity"] for f in _mp401(cli, tmp_path)} == {"info"}
 
 
 def test_a_recent_project_an_edited_file_and_an_untracked_file_are_not_dated(cli, tmp_path):
@@ -125,7 +143,7 @@ def test_the_findings_cache_sees_a_commit_that_changes_the_projects_tensorflow(m
     args = ["--output-format", "json", "--select", "MP401", "--exit-zero", "train.py"]
     for _ in range(2):  # the second run answers from the cache (or the whole-run record)
         assert {f["severity"] for f in json.loads(mplint_process(args, cwd=tmp_path).stdout)} == {"info"}
-    _committed(tmp_path, {"README.md": "maintained\n"}, "2024-05-01")
+    _committed(tmp_path, {"setup.py": "# maintained\n"}, "2024-05-01")
     assert {f["severity"] for f in json.loads(mplint_process(args, cwd=tmp_path).stdout)} == {"error"}
 
 

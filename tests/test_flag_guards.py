@@ -10,7 +10,12 @@ from pathlib import Path
 
 import libcst as cst
 
-from mplint.facts.flag_guards import common_guards, contradicts, flag_guards
+from mplint.facts.flag_guards import (
+    common_guards,
+    flag_guards,
+    never_under,
+    truth_under,
+)
 from mplint.facts.module import ModuleFacts
 from tests.fixture_cases import FIXTURES
 
@@ -93,9 +98,25 @@ def test_guards_combine_and_contradict() -> None:
     assert common_guards([{"fp16": True, "tpu": False}, {"fp16": True}]) == {"fp16": True}
     assert common_guards([{"fp16": True}, {}]) == {}
     assert common_guards([]) == {}
-    assert contradicts({"fp16": True}, {"fp16": False, "x": True})
-    assert not contradicts({"fp16": True}, {"fp16": True})
-    assert not contradicts({"fp16": True}, {})
+
+
+def test_truth_of_a_test_under_known_flags() -> None:
+    facts = _facts("""
+        import argparse
+        args = argparse.ArgumentParser().parse_args()
+        a = args.fp16 and not args.tpu
+        b = args.fp16 or args.other
+        c = not (args.fp16 and args.other)
+    """)
+    tests = {t.targets[0].target.value: t.value for t in facts.index.nodes(cst.Assign)[1:]}
+    assert truth_under(facts, tests["a"], {"fp16": True, "tpu": False}) is True
+    assert truth_under(facts, tests["a"], {"fp16": True, "tpu": True}) is False
+    assert truth_under(facts, tests["a"], {"fp16": True}) is None  # depends on tpu
+    assert truth_under(facts, tests["a"], {"fp16": False}) is False
+    assert truth_under(facts, tests["b"], {"fp16": True}) is True
+    assert truth_under(facts, tests["b"], {"fp16": False}) is None
+    assert truth_under(facts, tests["c"], {"fp16": False}) is True
+    assert truth_under(facts, tests["c"], {"fp16": True, "other": True}) is False
 
 
 def test_a_trainer_of_another_module_under_the_same_flag(cli, tmp_path: Path) -> None:
@@ -115,3 +136,46 @@ def test_a_trainer_of_another_module_under_the_same_flag(cli, tmp_path: Path) ->
     script = root / "train.py"
     script.write_text(script.read_text().replace("if args.fp16:\n    tf.keras", "if True:\n    tf.keras"))
     assert ("MP201", 39) in found() and len(found()) > 1
+
+
+_SELECTED_METHOD = """
+    import argparse
+    import keras
+    args = argparse.ArgumentParser().parse_args()
+
+    class Trainer{bases}:
+        def __init__(self, args):
+            self.args = args
+            if args.fp16 and not args.tpu:
+                self.step = self.train_step_mp
+            else:
+                self.step = self.train_step
+
+        def train_step_mp(self):
+            return 1
+
+        def train_step(self):
+            return 2
+    {extra}
+"""
+
+
+def _step_body(facts: ModuleFacts, name: str) -> cst.CSTNode:
+    function = next(f for f in facts.index.nodes(cst.FunctionDef) if f.name.value == name)
+    return function.body.body[0]
+
+
+def test_a_method_selected_only_where_the_flags_are_otherwise() -> None:
+    facts = _facts(_SELECTED_METHOD.format(bases="", extra=""))
+    fp16_gpu = {"fp16": True, "tpu": False}
+    assert never_under(facts, _step_body(facts, "train_step"), fp16_gpu)
+    assert not never_under(facts, _step_body(facts, "train_step_mp"), fp16_gpu)
+    assert not never_under(facts, _step_body(facts, "train_step"), {"fp16": True})  # on a TPU it runs
+
+
+def test_a_method_used_elsewhere_or_run_by_the_framework_is_not_decided() -> None:
+    fp16_gpu = {"fp16": True, "tpu": False}
+    named_elsewhere = _facts(_SELECTED_METHOD.format(bases="", extra="Trainer(args).train_step()"))
+    assert not never_under(named_elsewhere, _step_body(named_elsewhere, "train_step"), fp16_gpu)
+    keras_model = _facts(_SELECTED_METHOD.format(bases="(keras.Model)", extra=""))
+    assert not never_under(keras_model, _step_body(keras_model, "train_step"), fp16_gpu)

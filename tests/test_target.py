@@ -589,6 +589,8 @@ def test_a_dockerfile_in_a_docker_folder_or_named_dot_dockerfile(project, instal
         ("import horovod.tensorflow.keras as hvd\nimport tensorflow as tf\nopt = hvd.DistributedOptimizer(opt)\n", "horovod"),
         ("import tensorflow as tf\nfrom tensorflow.keras.layers.experimental import preprocessing\n", "experimental.preprocessing"),
         ("import tensorflow as tf\nfrom official.vision.beta.tasks import video_classification\n", "official.vision.beta"),
+        ("import tensorflow as tf\nimport tensorflow_compression as tfc\nlayer = tfc.SignalConv2D(8, (3, 3))\n",
+         "TensorFlow Compression"),
     ],
 )
 def test_keras2_only_code_in_the_file_makes_an_assumed_keras2_target(project, installed, text, what):

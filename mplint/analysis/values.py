@@ -31,6 +31,7 @@ Names bound by a comprehension or a lambda shadow constants and are not resolved
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Union
@@ -70,6 +71,9 @@ class Source:
     via: str  # "literal", "constant HIDDEN", "flag --units default", "parameter units default"
     name: str | None = None  # the constant/flag/parameter name, if any
     where: str | None = None  # "config.py:3": written in another file (read, never edited)
+    # A parameter's default that every call of its function in the project overrides: it
+    # is used only by callers outside the project, if any.
+    overridden: bool = False
 
     @property
     def external(self) -> bool:
@@ -451,9 +455,14 @@ class ValueResolver:
                     Source(s.literal, label, param.name.value) if s.via == "literal" else s for s in inner.sources
                 )))
         if self.project is not None:
-            for argument in self.project.arguments(self.call_graph().key_of(function), param.name.value):
+            for argument in self.project.arguments(self.call_graph().key_of(function), param.name.value,
+                                                   under_mixed=True):
                 if argument is not None and hasattr(argument, "value"):
                     candidates.append(external_value(argument))  # type: ignore[arg-type]
+        if defaulted and self._every_call_passes(function, param):
+            value = Value(value.value, tuple(  # type: ignore[union-attr]
+                dataclasses.replace(s, overridden=True) if s.via.startswith("parameter ") else s
+                for s in value.sources))  # type: ignore[union-attr]
         if defaulted:
             external = [c for c in candidates if any(s.via.startswith("argument ") for s in c.sources)]
             if not external:
@@ -471,6 +480,24 @@ class ValueResolver:
             if found is not None:
                 cases.append(found)
         return cases
+
+    def _every_call_passes(self, function: cst.FunctionDef, param: cst.Param) -> bool:
+        """Whether the function has calls in the project and each one gives `param` its
+        own argument (its default then serves no call there). A function also handed on
+        as a value, or called with `*args`, may use its default."""
+        assert self.call_graph is not None
+        graph = self.call_graph()
+        position = call_position(function, param, graph.owner(function) is not None)
+        local = graph.sites_of(function)
+        for site in local:
+            if not isinstance(site, cst.Call) or any(a.star for a in site.args):
+                return False
+            if not any(a.keyword is not None and a.keyword.value == param.name.value for a in site.args) and not (
+                    position is not None and position < sum(1 for a in site.args if a.keyword is None)):
+                return False
+        external = self.project.calls_passing(graph.key_of(function), param.name.value) \
+            if self.project is not None else 0
+        return external is not None and len(local) + external > 0
 
     def _sites_that_skip(self, node: cst.CSTNode, function: cst.FunctionDef) -> set[int]:
         """The calls of `function` whose constant arguments say `node` never runs: it sits

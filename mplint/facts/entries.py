@@ -75,6 +75,9 @@ class ModuleFlow:
     # The flags every mixed setting of the module requires (`if args.fp16:`), None where
     # it sets none (mplint.facts.flag_guards).
     policy_flags: dict | None = None
+    # The same for the settings that can set mixed_float16, with the flags that choose it
+    # in their argument (`"mixed_float16" if not args.use_tpu else "mixed_bfloat16"`).
+    float16_flags: dict | None = None
 
 
 @dataclass

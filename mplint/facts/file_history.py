@@ -7,8 +7,10 @@ ran on TF 2.2 or 2.3, where the experimental mixed-precision API is the only one
 its author that the API "was removed" is false where the code runs, and rewriting it to the
 stable API breaks it there. Reviewers date such projects the same way (`git log`), so the
 date is project evidence like a pin: it bounds the TensorFlow from above. The repository's
-last commit, not the file's: a project maintained in 2024 runs its files from 2020 on the
-TensorFlow of 2024.
+last commit that changed code, not the file's: a project maintained in 2024 runs its files
+from 2020 on the TensorFlow of 2024, but a README edited in 2022 leaves code of 2020 on
+the TensorFlow of 2020 (and a pull request written in October and merged in December was
+written for October's TensorFlow).
 
 Read only where a finding asks for the TensorFlow of a Keras 2 file that names none
 (`ModuleFacts.tensorflow_target`) and by the findings cache's key: one `git log` per
@@ -42,13 +44,13 @@ _GIT_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class LastChange:
-    day: str  # "2020-07-25", the committer date of the repository's last commit
+    day: str  # "2020-07-25", the committer date of the repository's last commit that changed code
     tensorflow: tuple[int, int]  # the newest TensorFlow 2 released by then
 
     @property
     def reason(self) -> str:
         major, minor = self.tensorflow
-        return f"the repository last changed on {self.day} (git), when TensorFlow {major}.{minor} was the newest"
+        return f"the repository's code last changed on {self.day} (git), when TensorFlow {major}.{minor} was the newest"
 
 
 def newest_tensorflow_on(day: str) -> tuple[int, int] | None:
@@ -134,9 +136,20 @@ def checkout_top(folder: str) -> str | None:
     return None if parent == folder else checkout_top(parent)
 
 
+# What dates the code: every path but documentation and pictures. A last commit that only
+# edits the README, or a merge whose changes were committed earlier (git's history
+# simplification follows the parent it matches), says nothing of the TensorFlow the code
+# was written for.
+_NOT_CODE = ("*.md", "*.rst", "*.markdown", "*.png", "*.jpg", "*.jpeg", "*.gif", "*.svg", "*.pdf",
+             "LICENSE*", "CITATION*", "AUTHORS*", "docs/**", "doc/**")
+_CODE_PATHSPEC = (".", *(f":(exclude,glob){'' if p.startswith(('docs/', 'doc/')) else '**/'}{p}" for p in _NOT_CODE))
+
+
 @lru_cache(maxsize=256)
 def _last_commit_day(top: str, head: str) -> str | None:
-    return _git(top, "log", "-1", "--format=%cs") or None
+    """The day of the last commit that changed code (not only documentation); the last
+    commit's where there is none."""
+    return _git(top, "log", "-1", "--format=%cs", "--", *_CODE_PATHSPEC) or _git(top, "log", "-1", "--format=%cs") or None
 
 
 @lru_cache(maxsize=4096)

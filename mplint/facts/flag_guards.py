@@ -1,25 +1,30 @@
 """Which command-line flags a place runs under: `if args.fp16:` ... `else:`.
 
-    flag_guards(facts, node)   # {"fp16": False} for code in the `else:` of `if self.args.fp16:`
-    common_guards([...])       # the guards every one of several places shares
+    flag_guards(facts, node)        # {"fp16": False} for code in the `else:` of `if self.args.fp16:`
+    common_guards([...])            # the guards every one of several places shares
+    never_under(facts, node, flags) # whether `node` never runs where the flags have those values
 
 A program parses its flags once, so two places that test the same flag agree: a policy
 set only `if args.fp16:` is not in effect in the `else:` of `if self.args.fp16:` in the
 trainer that program runs. A flag is an attribute of a parsed flag namespace (`args`,
 `FLAGS`, `opt`, ... as `ValueResolver.is_flag_namespace` knows them), also kept on
-`self` (`self.args = args`). Only tests that are a flag or its negation (`not args.fp16`)
-and the conjuncts of a body's `and` count; anything else says nothing.
+`self` (`self.args = args`). `flag_guards` reads only tests that are a flag or its
+negation (`not args.fp16`) and the conjuncts of a body's `and`; `never_under` evaluates
+any `and`/`or`/`not` of flags under known values, so the `else:` of
+`if args.mixed_precision and not args.use_tpu:` never runs where mixed_float16 is set
+(`if args.mixed_precision:` with `"mixed_float16" if not args.use_tpu else ...`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import libcst as cst
 
 from mplint.analysis.guards import branches_to_module, guard_of
 from mplint.analysis.values import FLAG_NAMESPACE_NAMES
+from mplint.facts.entries import FRAMEWORK_METHODS
 
 # The facts of a module (mplint.facts.module), named, not imported: the module's policy
 # facts import this one.
@@ -39,7 +44,16 @@ def _flag_read(facts: ModuleFacts, test: cst.BaseExpression) -> str | None:
     holder = test.value
     if isinstance(holder, cst.Attribute) and isinstance(holder.value, cst.Name) and holder.value.value == "self":
         return test.attr.value if holder.attr.value in FLAG_NAMESPACE_NAMES else None
-    return test.attr.value if facts.values.is_flag_namespace(holder) else None
+    return test.attr.value if facts.values.is_flag_namespace(holder) or _settings_object(facts, holder) else None
+
+
+def _settings_object(facts: ModuleFacts, holder: cst.BaseExpression) -> bool:
+    """A flag namespace's name bound to what a call returns (`args = setup_args.Args()`,
+    `cfg = load_config(path)`): a settings object made once per run, as parsed flags are."""
+    if not isinstance(holder, cst.Name) or holder.value not in FLAG_NAMESPACE_NAMES:
+        return False
+    values = facts.values.bindings.values_visible(holder, facts.index)
+    return bool(values) and all(isinstance(value, cst.Call) for value in values)
 
 
 def _test_guards(facts: ModuleFacts, test: cst.BaseExpression, truth: bool) -> Guards:
@@ -114,6 +128,24 @@ def _selected_under(facts: ModuleFacts, node: cst.CSTNode, depth: int) -> Guards
     return common_guards(per_site)
 
 
+def choice_guards(facts: ModuleFacts, expr: cst.BaseExpression | None,
+                  names_of: Callable[[cst.BaseExpression], frozenset[str] | None], name: str) -> Guards:
+    """The flags under which `expr` evaluates to `name`: through its conditional
+    expressions, the test of each one whose other arm cannot give `name`
+    (`"mixed_float16" if not args.use_tpu else "mixed_bfloat16"`: `{"use_tpu": False}`)."""
+    found: Guards = {}
+    while isinstance(expr, cst.IfExp):
+        test = expr.test
+        possible = [(arm, truth) for arm, truth in ((expr.body, True), (expr.orelse, False))
+                    if names_of(arm) is None or name in (names_of(arm) or ())]
+        if len(possible) != 1:
+            break
+        expr, truth = possible[0]
+        for flag, value in _test_guards(facts, test, truth).items():
+            found.setdefault(flag, value)
+    return found
+
+
 def common_guards(all_guards: Iterable[Guards]) -> Guards:
     """The guards every one of the places shares ({} if there are none)."""
     common: Guards | None = None
@@ -124,6 +156,63 @@ def common_guards(all_guards: Iterable[Guards]) -> Guards:
     return common or {}
 
 
-def contradicts(required: Guards, here: Guards) -> bool:
-    """Whether a place under `here` never runs where `required` holds."""
-    return any(flag in here and here[flag] != truth for flag, truth in required.items())
+def truth_under(facts: ModuleFacts, test: cst.BaseExpression, known: Guards) -> bool | None:
+    """The truth of a test where the flags of `known` have those values: `not`, `and`
+    and `or` of flags; None where it depends on anything else."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = truth_under(facts, test.expression, known)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = truth_under(facts, test.left, known), truth_under(facts, test.right, known)
+        decisive = isinstance(test.operator, cst.Or)  # the operand value that decides: True for `or`
+        if left is decisive or right is decisive:
+            return decisive
+        return (not decisive) if left is not None and right is not None else None
+    flag = _flag_read(facts, test)
+    return known.get(flag) if flag else None
+
+
+def never_under(facts: ModuleFacts, node: cst.CSTNode, required: Guards, depth: int = 0) -> bool:
+    """Whether `node` never runs where the flags have the values of `required`: a test
+    around it (an `if` up to the module, a conditional expression) is then decided the
+    other way, or every use of the function holding it is in such a place."""
+    if not required:
+        return False
+    for test, negated in guard_of(facts.index, node, to_module=True):
+        if truth_under(facts, test, required) is negated:
+            return True
+    uses = _uses_of_function(facts, node, depth)
+    return bool(uses) and all(never_under(facts, use, required, depth + 1) for use in uses)
+
+
+def _uses_of_function(facts: ModuleFacts, node: cst.CSTNode, depth: int) -> list[cst.CSTNode]:
+    """Every place that runs or hands on the function holding `node`, where they are all
+    known: a module-level or nested function's calls and references (`strategy.run(step_fn)`); a method's
+    `self.name` references in its class (`self.step = tf.function(self.train_step)`),
+    where nothing else in the module names it, no other module of the project names it
+    (a public method), and the framework does not run it (a hook name on a class with
+    bases). Empty where they are not known."""
+    index = facts.index
+    function = index.enclosing(node, cst.FunctionDef)
+    if depth >= _MAX_SELECTION_DEPTH or function is None:
+        return []
+    name = function.name.value
+    if index.parent_of(function) is index.module or index.enclosing(function, cst.FunctionDef) is not None:
+        return list(facts.call_graph.sites_of(function))  # a module-level or a nested function
+    owner = facts.call_graph.owner(function)
+    if owner is None or index.parent_of(owner) is not index.module or name.startswith("__"):
+        return []
+    if owner.bases and (name in FRAMEWORK_METHODS or name.startswith("on_")):
+        return []
+    if not name.startswith("_") and facts.project is not None and facts.project.used_elsewhere(name):
+        return []
+    uses = []
+    for attribute in index.nodes(cst.Attribute):
+        if attribute.attr.value != name:
+            continue
+        receiver = attribute.value
+        if not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")
+                and index.enclosing(attribute, cst.ClassDef) is owner):
+            return []  # named on another object, or in another class: not all uses are known
+        uses.append(attribute)
+    return uses

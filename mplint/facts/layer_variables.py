@@ -162,6 +162,62 @@ def training_premise(facts: "ModuleFacts", untrained: str | None) -> Premise:
     return Premise(ROLE, value, Status.ASSUMED, "nothing here, and no module that imports this one, trains")
 
 
+def restored_before_training(facts: "ModuleFacts", setting: cst.Call) -> str | None:
+    """Why nothing trains while a `set_floatx("float16")` holds, where that is known:
+    it sits in a function (`set_f16_infer()`) that only functions of this module call,
+    each of which then restores float32 (`set_f32_train()`, `set_floatx("float32")`)
+    before it returns, trains nothing in between, and returns no value (a model built
+    in between does not leave). An export that rebuilds a model in float16 and saves it."""
+    index, graph = facts.index, facts.call_graph
+    function = index.enclosing(setting, cst.FunctionDef)
+    if function is None or index.parent_of(function) is not index.module:
+        return None
+    if facts.project is not None and facts.project.used_elsewhere(function.name.value):
+        return None
+    sites = graph.sites_of(function)
+    if not sites or not all(isinstance(site, cst.Call) for site in sites):
+        return None
+    restorers = {id(f) for f in _float32_floatx_functions(facts)}
+    callers = []
+    for site in sites:
+        caller = index.enclosing(site, cst.FunctionDef)
+        if caller is None or any(isinstance(r, cst.Return) and r.value is not None for r in index.descendants(caller)):
+            return None
+        later = [c for c in index.descendants(caller) if isinstance(c, cst.Call) and index.before(site, c)]
+        restore = next((c for c in later if _restores_float32(facts, c, restorers)), None)
+        if restore is None or index.enclosing(restore, cst.FunctionDef) is not caller:
+            return None
+        between = [c for c in later if index.before(c, restore)]
+        if any(_trains(facts, c) for c in between):
+            return None
+        callers.append(caller.name.value)
+    return f"`{'`, `'.join(sorted(set(callers)))}` calls it, restores float32 and trains nothing"
+
+
+def _float32_floatx_functions(facts: "ModuleFacts") -> list[cst.FunctionDef]:
+    """The module-level functions that set floatx to float32 (`set_f32_train`)."""
+    found = []
+    for setting in facts.policy.global_settings:
+        if setting.kind == "floatx" and setting.names == frozenset({"float32"}):
+            function = facts.index.enclosing(setting.call, cst.FunctionDef)
+            if function is not None and facts.index.parent_of(function) is facts.index.module:
+                found.append(function)
+    return found
+
+
+def _restores_float32(facts: "ModuleFacts", call: cst.Call, restorers: set[int]) -> bool:
+    if any(s.call is call and s.kind == "floatx" and s.names == frozenset({"float32"})
+           for s in facts.policy.global_settings):
+        return True
+    return any(id(f) in restorers for f in facts.call_graph.callees(call))
+
+
+def _trains(facts: "ModuleFacts", call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name in _TRAINING_METHODS or name == "compile" or name.endswith("GradientTape")
+
+
 def untrained_entry_point(facts: "ModuleFacts") -> str | None:
     """"this script" / "this test module" when the module is one and trains nothing."""
     import os

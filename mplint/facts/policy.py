@@ -26,7 +26,12 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, has_star_args, string_value
 from mplint.analysis.guards import branches_to_module
-from mplint.facts.flag_guards import common_guards, contradicts, flag_guards
+from mplint.facts.flag_guards import (
+    choice_guards,
+    common_guards,
+    flag_guards,
+    never_under,
+)
 from mplint.facts.policy_flow import constant_truth
 
 if TYPE_CHECKING:
@@ -332,9 +337,10 @@ class PolicyFacts:
         `else:` of `if self.args.fp16:`)."""
         found = self.flow.at(node)
         if any(n in MIXED_POLICIES for n in found):
-            required = self.mixed_flag_guards
-            if required and contradicts(required, flag_guards(self._facts, node)):
+            if never_under(self._facts, node, self.mixed_flag_guards):
                 return frozenset(n for n in found if n not in MIXED_POLICIES)
+            if "mixed_float16" in found and never_under(self._facts, node, self.float16_flag_guards):
+                return found - {"mixed_float16"}
         return found
 
     @cached_property
@@ -361,6 +367,39 @@ class PolicyFacts:
         if not settings:
             return None
         return common_guards(flag_guards(self._facts, s.call) for s in settings)
+
+    @cached_property
+    def float16_flag_guards(self) -> dict[str, bool]:
+        """The flags every source of `mixed_float16` here requires, with the flags that
+        choose it over another policy (`"mixed_float16" if not args.use_tpu else
+        "mixed_bfloat16"`), as `mixed_flag_guards` does for any mixed policy."""
+        if self.assumed in MIXED_POLICIES:
+            return {}
+        sources = []
+        local = self.local_float16_flag_guards
+        if local is not None:
+            sources.append(local)
+        if "mixed_float16" in self.from_project[0]:
+            project = self._facts.project
+            sources.append(project.policy_flag_guards(float16=True) if project is not None else {})
+        return common_guards(sources)
+
+    @cached_property
+    def local_float16_flag_guards(self) -> dict[str, bool] | None:
+        """The flags every setting of this module that can set `mixed_float16` requires,
+        with those that choose it in its argument; None where none can."""
+        settings = [s for s in self.global_settings if s.names and "mixed_float16" in s.names]
+        if not settings:
+            return None
+        return common_guards({**flag_guards(self._facts, s.call), **self._chosen_under(s.argument, "mixed_float16")}
+                             for s in settings)
+
+    def _chosen_under(self, arg: cst.BaseExpression | None, name: str) -> dict[str, bool]:
+        """The flags under which a policy argument evaluates to `name`: the arms of its
+        conditional expressions (in a `Policy(...)` too) that alone can give it."""
+        if isinstance(arg, cst.Call) and is_policy_constructor(self._facts.names.qualified(arg.func)):
+            arg = arg_value(arg, 0, "name")
+        return choice_guards(self._facts, arg, lambda arm: self.policy_names(arm), name)
 
     def global_mixed_at(self, node: cst.CSTNode) -> bool:
         """Whether the global policy can be mixed when `node` runs: set before it on

@@ -192,7 +192,8 @@ class PolicyFlow:
         """The module's flow as data: what the project index keeps of it."""
         graph = self.graph
         flow = ModuleFlow(exit=self.import_exit(), changes_policy=self.changes_policy,
-                          policy_flags=self._policy.local_mixed_flag_guards)
+                          policy_flags=self._policy.local_mixed_flag_guards,
+                          float16_flags=self._policy.local_float16_flag_guards)
         for function in graph.functions:
             flow.functions[graph.key_of(function)] = self._function_flow(function)
         for classdef in graph.classes:

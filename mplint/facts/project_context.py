@@ -89,9 +89,14 @@ class ProjectContext(Protocol):
         """(the mixed policies the rest of the project can bring into this module, the
         files that set them)."""
 
-    def policy_flag_guards(self) -> dict[str, bool]:
+    def policy_flag_guards(self, float16: bool = False) -> dict[str, bool]:
         """The command-line flags every module that brings a mixed policy here requires of
-        its settings (`{"fp16": True}` where each sets it only `if args.fp16:`)."""
+        its settings (`{"fp16": True}` where each sets it only `if args.fp16:`); with
+        `float16`, of the settings that can set mixed_float16, with the flags choosing it."""
+
+    def calls_passing(self, function: str, param: str) -> int | None:
+        """How many calls of this module's `function` other modules make, where each
+        gives `param` an argument; None where one does not, or cannot be read (`*args`)."""
 
     def used_as_part(self, key: str) -> bool:
         """Whether a call in another module uses the model this module's function (or
@@ -119,6 +124,11 @@ class ProjectContext(Protocol):
         file turns it on and none names a float16 Keras policy (`mixed_float16`,
         `set_floatx("float16")`) in its code."""
 
+    def graph_rewrite_imported(self) -> str | None:
+        """The path of a project module this one imports whose code calls the float16
+        graph rewrite (`enable_mixed_precision_graph_rewrite`): the model code this
+        script runs may get its mixed precision there."""
+
     def trainer(self) -> str | None:
         """A module of the project (not a test) that imports this one, directly or through
         others, and trains something (fits, applies gradients, records a tape)."""
@@ -140,6 +150,9 @@ class ProjectContext(Protocol):
         """The project's modules (tests aside) that import this one: code at this
         module's top runs in their programs too."""
 
-    def arguments(self, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
+    def arguments(self, function: str, param: str, under_mixed: bool = False
+                  ) -> list[ExternalValue | ExternalOptimizer | None]:
         """What the calls of this module's `function` in other modules give `param`
-        (None for a call whose argument is not known)."""
+        (None for a call whose argument is not known); with `under_mixed`, only the calls
+        where a mixed policy can be in effect (a notebook that sets none passes its
+        sizes to no float16 layer)."""

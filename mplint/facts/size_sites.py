@@ -138,6 +138,9 @@ DATASET_BATCH_METHODS = {
     "bucket_by_sequence_length": (2, "bucket_batch_sizes"),
 }
 _SEQUENCE_CUTTERS = frozenset({"batch", "padded_batch"})
+# What only looks at a dataset: its methods and the functions that show what they give.
+_LOOKS = frozenset({"take", "element_spec", "as_numpy_iterator", "cardinality", "unbatch"})
+_SHOWING_FUNCTIONS = frozenset({"list", "print", "next", "iter", "len", "display", "tuple", "repr", "str"})
 
 
 def _sequence_sized(value: Value) -> bool:
@@ -614,6 +617,8 @@ class TensorCoreSites:
             elif method in DATASET_BATCH_METHODS and self.is_dataset(func.value):
                 if method in _SEQUENCE_CUTTERS and self._batched_again_in_chain(call):
                     continue  # cuts sequences (or windows) that a later .batch groups
+                if self._only_inspected(call):
+                    continue  # `ds = ....batch(10)` then only `list(ds.take(1))`: no model sees it
                 position, keyword = DATASET_BATCH_METHODS[method]
                 found = self._batch(call, position, keyword)
                 if method in _SEQUENCE_CUTTERS:
@@ -636,6 +641,44 @@ class TensorCoreSites:
             return True
         name = data.value if isinstance(data, cst.Name) else data.attr.value if isinstance(data, cst.Attribute) else ""
         return bool(_BATCHED_DATA_NAME.search(name))
+
+    def _only_inspected(self, call: cst.Call) -> bool:
+        """Whether the dataset a method chain builds (`ds = tf.data....batch(10)`) is
+        bound to a name whose every read only shows it: `list(ds.take(1))`,
+        `print(ds.element_spec)`, `next(iter(ds))` as a statement of its own, whose value
+        goes nowhere. Then no model ever takes its batches (a notebook's look at data)."""
+        index = self.index
+        top: cst.CSTNode = call
+        while True:
+            attribute = index.parent_of(top)
+            outer = index.parent_of(attribute) if isinstance(attribute, cst.Attribute) else None
+            if not (isinstance(outer, cst.Call) and outer.func is attribute and attribute.value is top):
+                break
+            top = outer
+        assign = index.parent_of(top)
+        if not (isinstance(assign, cst.Assign) and assign.value is top and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)):
+            return False
+        name = assign.targets[0].target.value
+        scope = index.scope_of(assign)
+        reads = [n for n in index.nodes(cst.Name) if n.value == name and n is not assign.targets[0].target
+                 and index.scope_of(n) is scope]
+        return bool(reads) and all(self._shown_only(read) for read in reads)
+
+    def _shown_only(self, read: cst.Name) -> bool:
+        """A read whose value only goes into a look at the data, in a statement of its own."""
+        index = self.index
+        current: cst.CSTNode = read
+        while True:
+            parent = index.parent_of(current)
+            if isinstance(parent, cst.Attribute) and parent.value is current and parent.attr.value in _LOOKS:
+                grand = index.parent_of(parent)
+                current = grand if isinstance(grand, cst.Call) and grand.func is parent else parent
+            elif isinstance(parent, cst.Arg) and isinstance(call := index.parent_of(parent), cst.Call) \
+                    and isinstance(call.func, cst.Name) and call.func.value in _SHOWING_FUNCTIONS:
+                current = call
+            else:
+                return isinstance(parent, cst.Expr)
 
     def _batched_again_in_chain(self, call: cst.Call) -> bool:
         """`ds.batch(n).map(f).batch(m)`: whether a later method call of the same chain

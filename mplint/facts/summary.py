@@ -121,6 +121,7 @@ def flow_to_json(flow: ModuleFlow) -> dict[str, Any]:
         "outgoing": [[c, callee, _state(s)] for c, callee, s in flow.outgoing],
         "changes_policy": flow.changes_policy,
         "policy_flags": flow.policy_flags,
+        "float16_flags": flow.float16_flags,
     }
 
 
@@ -143,4 +144,5 @@ def flow_from_json(data: dict[str, Any]) -> ModuleFlow:
         outgoing=[(c, callee, frozenset(s)) for c, callee, s in data["outgoing"]],
         changes_policy=data["changes_policy"],
         policy_flags=data.get("policy_flags"),
+        float16_flags=data.get("float16_flags"),
     )

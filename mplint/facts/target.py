@@ -181,6 +181,8 @@ _KERAS2_ERA_NAMES = (
     # tf-keras 2.21 has `optimizers.experimental` (AdamW among them); Keras 3.15 and TF 2.21's tf.keras have none.
     ("keras.optimizers.experimental", "`optimizers.experimental` (TF 2.9-2.15, tf-keras; AttributeError on Keras 3)"),
     ("keras.optimizers.legacy", "`optimizers.legacy` (TF 2.11-2.15, tf-keras)"),
+    # TensorFlow Compression stopped at 2.14.1, which requires TensorFlow 2.14.
+    ("tensorflow_compression", "TensorFlow Compression (its last release, 2.14.1, needs TF 2.14)"),
 )
 _KERAS2_ERA_TEXT = re.compile(
     r"(?P<run_v2>\.experimental_run_v2\()|(?P<aggregate>\b_HAS_AGGREGATE_GRAD\b)"

@@ -942,6 +942,18 @@ class ProjectIndex:
         mentions = self._mentions()
         return mentions["float16"] or not mentions["bfloat16"]
 
+    def graph_rewrite_imported(self, module: str) -> str | None:
+        """The relative path of a module `module` imports whose code calls the float16
+        graph rewrite (its table lists the call, not a comment or a string)."""
+        for imported in sorted(self.imports_of(module)):
+            path = self.path_of[imported]
+            if not self.scan(path).graph_rewrite:
+                continue
+            table = self.table(imported)
+            if table is not None and "enable_mixed_precision_graph_rewrite" in table["called"]:
+                return self._relpath(path)
+        return None
+
     def float16_only_from_the_graph_rewrite(self) -> bool:
         """Whether the project's float16 is the graph rewrite: some file turns it on, and
         no file (code, tests or notebooks) names a float16 Keras policy."""
@@ -1019,10 +1031,11 @@ class ProjectIndex:
         text = code_only(self.text(self.path_of[module]) or "")
         return lambda name: re.search(rf"\b{re.escape(name)}\s*\(", text) is not None
 
-    def policy_flag_guards(self, module: str) -> dict[str, bool]:
+    def policy_flag_guards(self, module: str, float16: bool = False) -> dict[str, bool]:
         """The flags every module that brings a mixed policy into `module` requires of its
         settings (`if args.fp16:`); {} where one of them sets it without such a flag, or
-        only passes on what its callers set."""
+        only passes on what its callers set. With `float16`: of the settings that can set
+        mixed_float16 (a carrier that sets only another mixed policy brings none)."""
         # imported here: it loads libcst, which files without mixed precision never need
         from mplint.facts.flag_guards import common_guards
 
@@ -1036,7 +1049,10 @@ class ProjectIndex:
             flow = self._flow(carrier)
             if flow is None or flow.policy_flags is None:
                 return {}
-            guards.append(flow.policy_flags)
+            if not float16:
+                guards.append(flow.policy_flags)
+            elif flow.float16_flags is not None:
+                guards.append(flow.float16_flags)
         return common_guards(guards)
 
     def policy_selectors(self, module: str) -> tuple[list[str], frozenset[str]]:
@@ -1158,8 +1174,10 @@ class ProjectIndex:
         module, (value, row) = found[0]
         return ExternalValue(value, self._where(module, row), f"flag --{name} default", name)
 
-    def arguments(self, module: str, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
-        """What calls of `module`'s `function` in other (non-test) modules give `param`."""
+    def arguments(self, module: str, function: str, param: str, under_mixed: bool = False
+                  ) -> list[ExternalValue | ExternalOptimizer | None]:
+        """What calls of `module`'s `function` in other (non-test) modules give `param`;
+        with `under_mixed`, only the calls that can run under a mixed policy."""
         top = function.split(".")[0].split("#")[0]
         callers = self._callers_of(module, top)
         if not callers:
@@ -1179,14 +1197,63 @@ class ProjectIndex:
             if summary is None:
                 continue
             flow = summary["flow"]
-            for (caller, callee, _), call in zip(flow["outgoing"], summary["calls"]):
+            for (caller, callee, state), call in zip(flow["outgoing"], summary["calls"]):
                 target = self.definition(callee)
                 if target is None or target[0] != module:
                     continue
                 if not (target[1] == function or (owner is not None and target[2] == "class" and target[1] == owner)):
                     continue
+                if under_mixed and not self._mixed_at_call(importer, caller, frozenset(state)):
+                    continue
                 found.append(self._argument(importer, call, function, param, position))
         return found
+
+    def calls_passing(self, module: str, function: str, param: str) -> int | None:
+        """How many calls of `module`'s `function` other (non-test) modules make, where
+        each gives `param` an argument; None where one does not or cannot be read."""
+        top = function.split(".")[0].split("#")[0]
+        callers = self._callers_of(module, top)
+        if not callers:
+            return 0
+        table = self.table(module)
+        if table is None or function not in table["functions"]:
+            return None
+        signature = table["functions"][function]
+        params = signature["params"]
+        if param not in params:
+            return None
+        position = params.index(param) - (1 if signature["bound"] else 0)
+        owner = function.rsplit(".", 1)[0] if "." in function and function.endswith(".__init__") else None
+        calls = 0
+        for importer in sorted(callers):
+            summary = self.summary(importer)
+            if summary is None:
+                if self.table(importer) is None:
+                    continue  # Python rejects it (a TabError): it never runs, nor calls anything
+                return None
+            for (_, callee, _), call in zip(summary["flow"]["outgoing"], summary["calls"]):
+                target = self.definition(callee)
+                if target is None or target[0] != module or not (
+                        target[1] == function or (owner is not None and target[2] == "class" and target[1] == owner)):
+                    continue
+                if call.get("args") is None:
+                    return None
+                if param not in call["kwargs"] and not 0 <= position < len(call["args"]):
+                    return None
+                calls += 1
+        return calls
+
+    def _mixed_at_call(self, importer: str, caller: str, state: frozenset) -> bool:
+        """Whether a mixed policy can be in effect at a call in `importer` (made in its
+        function `caller`, "" for its top level), whose symbolic state is `state`: the
+        project's solution where the policy reaches the importer; else the importer's
+        own start (what it sets itself is in `state`)."""
+        flows, entries = self._solve()
+        if importer in flows and caller:
+            entry = entries.get((importer, caller), frozenset())
+        else:
+            entry = module_entry(self.assumed(self.path_of[importer]))
+        return any(n.startswith("mixed_") for n in substitute(state, entry))
 
     def used_as_part(self, module: str, key: str) -> bool:
         """Whether a call of `module`'s function or class `key` in another (non-test)
@@ -1359,8 +1426,12 @@ class ModuleContext:
 
     # A summary says what the module itself does: what its callers give it, or do with
     # what it returns, is not part of it (and asking would summarise them in turn).
-    def arguments(self, function: str, param: str) -> list[ExternalValue | ExternalOptimizer | None]:
-        return [] if self._record else self.index.arguments(self.module, function, param)
+    def arguments(self, function: str, param: str, under_mixed: bool = False
+                  ) -> list[ExternalValue | ExternalOptimizer | None]:
+        return [] if self._record else self.index.arguments(self.module, function, param, under_mixed)
+
+    def calls_passing(self, function: str, param: str) -> int | None:
+        return None if self._record else self.index.calls_passing(self.module, function, param)
 
     def used_as_part(self, key: str) -> bool:
         return False if self._record else self.index.used_as_part(self.module, key)
@@ -1379,6 +1450,9 @@ class ModuleContext:
 
     def names_float16_policy(self) -> bool:
         return True if self._record else self.index.names_float16_policy()
+
+    def graph_rewrite_imported(self) -> str | None:
+        return None if self._record else self.index.graph_rewrite_imported(self.module)
 
     def trainer(self) -> str | None:
         return None if self._record else self.index.trainer_of(self.module)
@@ -1414,8 +1488,8 @@ class ModuleContext:
             return frozenset(), ()
         return self.index.mixed_policies(self.module)
 
-    def policy_flag_guards(self) -> dict[str, bool]:
-        return {} if self._record else self.index.policy_flag_guards(self.module)
+    def policy_flag_guards(self, float16: bool = False) -> dict[str, bool]:
+        return {} if self._record else self.index.policy_flag_guards(self.module, float16)
 
     def policy_selectors(self) -> tuple[list[str], frozenset[str]]:
         if self._record:

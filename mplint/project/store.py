@@ -16,7 +16,7 @@ from typing import Any
 from mplint import __version__
 from mplint.inputs.cache import CACHE_DIR, file_digest, write_json
 
-STORE_VERSION = "14"  # 14: tables keep module-level TensorFlow version flags (version_flags); 13: scans read more Keras-2-era names (keras2_era: `optimizers.experimental`, ...); 12: flows say which flags guard the module's mixed settings (policy_flags); 11: tables say which functions return float32 (float32_unless); 10: scans say whether a file has Keras-2-era code (keras2_era); 9: scans keep the text match for a training call (training_call) and whether the file names a half dtype (half), tables the imported names never read; 8 (this round only): scans said whether a module trains; 7: scans say whether a float16 Keras policy is named; 6: summary variants; 5: tables list the names a module calls; 4: a policy setter is a call in the parse
+STORE_VERSION = "15"  # 15: flows say which flags guard the settings of mixed_float16 (float16_flags); 14: tables keep module-level TensorFlow version flags (version_flags); 13: scans read more Keras-2-era names (keras2_era: `optimizers.experimental`, ...); 12: flows say which flags guard the module's mixed settings (policy_flags); 11: tables say which functions return float32 (float32_unless); 10: scans say whether a file has Keras-2-era code (keras2_era); 9: scans keep the text match for a training call (training_call) and whether the file names a half dtype (half), tables the imported names never read; 8 (this round only): scans said whether a module trains; 7: scans say whether a float16 Keras policy is named; 6: summary variants; 5: tables list the names a module calls; 4: a policy setter is a call in the parse
 
 
 class Store:
