@@ -1129,7 +1129,7 @@ class GraphRewriteApi(MigrationRule):
             where = f"that {imported} (imported here) calls"
         self.report(node, f"`{AUTO_MIXED_PRECISION_ENV}` is ignored outside NGC containers, where the graph rewrite "
                           f"{where} counts: the switch can go",
-                    severity=Severity.INFO,
+                    severity=Severity.INFO, premises=self._ngc_declared(),
                     detail="TensorFlow 2.21 ignores the switch; MP403 reports the graph rewrite where it is called")
         return True
 
