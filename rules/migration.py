@@ -850,7 +850,8 @@ class GraphRewriteApi(MigrationRule):
     * `TF_ENABLE_AUTO_MIXED_PRECISION` is a switch of NVIDIA's NGC TensorFlow
       containers; TensorFlow 2.21 ignores it, so Keras code that relies on it trains in
       float32 (a warning, with the policy as fix). In TF 1.x graph code it is reported
-      as info. Where the project builds on an NGC image (a Dockerfile `FROM
+      as info. Beside a graph rewrite that the file, or a project module it imports,
+      applies, it is an info that the switch can go. Where the project builds on an NGC image (a Dockerfile `FROM
       nvcr.io/nvidia/tensorflow:...`, also `docker/dockerfile_*`), the premise that stock
       TensorFlow runs the code conflicts with it: the extended tier.
     * Where the project says it runs an older TensorFlow that still takes the call (its

@@ -127,8 +127,10 @@ class Float16Variables(Rule):
     nothing in the project trains (an inference port with float16 weights) is in the
     extended tier, without a fix. Where nothing trains the variables for sure (a
     non-trainable layer, a script that never fits, applies gradients or compiles with an
-    optimizer: inference and checkpoint conversion keep float16 weights on purpose) the
-    finding is an info in the extended tier, without a fix.
+    optimizer: inference and checkpoint conversion keep float16 weights on purpose), and
+    where `set_floatx("float16")` holds only inside a function that restores float32
+    before it returns and trains nothing in between (an export that rebuilds the model in
+    float16 and saves it), the finding is an info in the extended tier, without a fix.
 
     Not reported where the code runs on TensorFlow 1.x or one older than 2.1 (the file
     calls TF 1.x-only APIs, or the project's pins, image, README or last commit say so):

@@ -195,6 +195,13 @@ class TensorCoreFindings:
                 if tie is not None:  # rounding this layer alone breaks the model
                     item.premises = (Premise(ROLE, "the width is a free choice", Status.ASSUMED, tie),)
                     item.reason, item.source = "round the tied widths together", None
+            if item.code == MP303:
+                split = self._split_over_replicas
+                if split is not None:
+                    item.premises = (*item.premises, Premise(
+                        ROLE, "one device's batch", Status.ASSUMED,
+                        f"`{split}` splits each batch over its replicas: a GPU sees batch/replicas, a multiple of 8 "
+                        "only where the batch is one of 8 x replicas"))
             overridden = next((s for s in item.site.value.sources if s.overridden), None)
             if overridden is not None:
                 item.premises = (*item.premises, Premise(
@@ -202,6 +209,18 @@ class TensorCoreFindings:
                     f"every call in the project passes its own `{overridden.name}`: the {overridden.via} "
                     "serves only callers outside the project"))
         self._emit(pending)
+
+    @functools.cached_property
+    def _split_over_replicas(self) -> str | None:
+        """The strategy that divides the module's batches among several GPUs
+        (`tf.distribute.MirroredStrategy()` over every visible GPU, a multi-worker or
+        central-storage strategy), or None: under it, a batch size is the global one."""
+        for call in self.facts.calls_to(_SPLITTING_STRATEGIES):
+            devices = arg_value(call, 0, "devices")
+            if isinstance(devices, (cst.List, cst.Tuple)) and len(devices.elements) == 1:
+                continue  # one GPU: one replica
+            return self.facts.module.code_for_node(call.func)
+        return None
 
     def _vocabulary_premise(self, embedding: SizeSite) -> Premise:
         """That the vocabulary is the width of a matmul: a lookup is a gather, so an
@@ -350,6 +369,14 @@ class TensorCoreFindings:
         )
 
 
+# Strategies that split a global batch among replicas (canonical names).
+_SPLITTING_STRATEGIES = frozenset({
+    "tensorflow.distribute.MirroredStrategy", "tensorflow.distribute.MultiWorkerMirroredStrategy",
+    "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
+    "tensorflow.distribute.experimental.CentralStorageStrategy",
+})
+
+
 class _TensorCoreRule(Rule):
     severity = Severity.WARNING
     fix_availability = FixAvailability.SOMETIMES
@@ -468,6 +495,14 @@ class BatchSizeNotMultiple(_TensorCoreRule):
     (or not known to be one) and `.fit(...)` on something that is not a Keras model are
     not reported, nor `fit`'s `batch_size` where the data comes in batches already (a
     tf.data pipeline, a generator, an `ImageDataGenerator.flow*`): Keras ignores it there.
+    Nor a dataset bound to a name that is only shown (`list(ds.take(1))`,
+    `print(ds.element_spec)`): no model takes its batches. A size that comes from callers
+    counts only where a mixed policy runs at the call; a parameter's default that every
+    call in the project overrides rests on an assumed call path (extended tier). Under a
+    strategy that splits batches over several GPUs (`tf.distribute.MirroredStrategy()`
+    over every visible GPU, a multi-worker or central-storage strategy) a GPU sees
+    batch/replicas: the finding rests on an assumed role ("one device's batch", extended
+    tier).
 
     ## Why is this bad?
     The batch is a dimension of every matmul and convolution in the model: with 100

@@ -142,6 +142,8 @@ def test_standalone_keras_without_keras3_names_falls_through_to_pins(project, in
         ("requirements.txt", "keras>=3.0\n", "keras3"),
         ("requirements.txt", "tensorflow==2.21.0\ntf-keras==2.21.0\n", "keras2"),
         ("requirements-dev.txt", "tensorflow~=2.13.0\n", "keras2"),
+        ("requirments.txt", "tensorflow==2.2.0\nlibrosa>=0.7.0\n", "keras2"),  # misspelled, as projects do
+        ("reqs.txt", "tensorflow>=2.17\n", "keras3"),
         ("requirements/base.txt", "tensorflow>=2.17\n", "keras3"),
         ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow>=2.4,<2.16"]\n', "keras2"),
         ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["tensorflow>=2.16"]\n', "keras3"),
@@ -323,6 +325,24 @@ def test_target_changes_the_fix(cli, project, installed):
 
 
 # -- 6. container images, and packages that pin TensorFlow indirectly ---------------------------
+
+def test_a_dockerfile_elsewhere_that_copies_the_folder_decides(project, installed):
+    """job-template/tf_keras_train/Dockerfile ships `job/pkgs` into its image: the code of
+    job-template/job/pkgs runs on the TensorFlow that image installs. An image that copies
+    other folders, or the whole build context, says nothing of it."""
+    installed({"tensorflow": "2.21.0"})
+    target_module.forget_project_files()
+    write(project / "job-template" / "job" / "tf_keras_train" / "Dockerfile",
+          "FROM ubuntu:20.04\nRUN pip3 install requests tensorflow==2.3.0 nni\n"
+          "COPY job/pkgs /app/job/pkgs\nCOPY job/tf_keras_train/*.py /app/job/tf_keras_train/\n")
+    write(project / "other" / "Dockerfile", "FROM tensorflow/tensorflow:2.17.0-gpu\nCOPY . /app\n")
+    target = target_of(project / "job-template" / "job" / "pkgs" / "tf" / "runner.py", TF_ONLY)
+    assert (target.keras, target.assumed, target.newest_tensorflow) == ("keras2", False, (2, 3)), target.reason
+    assert "job-template/job/tf_keras_train/Dockerfile installs tensorflow 2.3" in target.reason
+    target_module.forget_project_files()
+    alone = target_of(project / "job-template" / "job" / "elsewhere" / "runner.py", TF_ONLY)
+    assert alone.assumed  # nothing copies that folder
+
 
 @pytest.mark.parametrize(
     "dockerfile, keras",

@@ -124,6 +124,10 @@ class ProjectContext(Protocol):
         file turns it on and none names a float16 Keras policy (`mixed_float16`,
         `set_floatx("float16")`) in its code."""
 
+    def imported_only_on_tensorflow1(self) -> str | None:
+        """Where the project imports this module only in branches no TensorFlow 2 takes
+        (a TF 1.x backend beside a TF 2 one), the path of an importer; else None."""
+
     def graph_rewrite_imported(self) -> str | None:
         """The path of a project module this one imports whose code calls the float16
         graph rewrite (`enable_mixed_precision_graph_rewrite`): the model code this

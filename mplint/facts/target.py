@@ -453,7 +453,8 @@ def nearest_container_target(folder: str, root: str | None) -> Target | None:
     image, and a Dockerfile at the top builds the packages below it. Within two folders
     of the file, a README that names the TensorFlow it runs on (an image, a `pip
     install tensorflow==X` line, "TensorFlow 2.0") decides where no Dockerfile does."""
-    return _nearest(folder, root, container_target) or _nearest(folder, root, _folder_notes, levels=3)
+    return _nearest(folder, root, container_target) or shipping_container_target(folder) \
+        or _nearest(folder, root, _folder_notes, levels=3)
 
 
 def project_tensorflow(folder: str) -> Target | None:
@@ -594,31 +595,42 @@ def _dockerfile_images(root: str) -> tuple[tuple[str, str | None, tuple[int, int
     tensorflow==X.Y` in one whose images name no TensorFlow."""
     found = []
     for name in _dockerfiles(root):
-        try:
-            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
-                text = handle.read(65536)
-        except OSError:
-            continue
-        arguments = {name: value.strip("'\"") for name, value in _ARG.findall(text)}
-        substitute = lambda t: re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), t)  # noqa: E731
-        images = [substitute(image) for image in _FROM.findall(text)]
-        found += [(name, image, None) for image in images]
-        # `RUN python3 -m pip --no-cache-dir install \` with the packages on the lines after it
-        installed = _PIP_TENSORFLOW.search(re.sub(r"\\[ \t]*\r?\n", " ", substitute(text)))
-        if installed and not any(_image_target(image) for image in images):
-            # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
-            found.append((name, None, (int(installed.group(1)), int(installed.group(2)))))
+        found += [(name, image, installed) for image, installed in _images_of(os.path.join(root, name))]
     return tuple(found)
 
 
-@lru_cache(maxsize=1024)
-def container_target(root: str | None) -> Target | None:
-    """The Keras of the TensorFlow images a folder's Dockerfiles build on (the first
-    TensorFlow image of each): where they disagree on the Keras, none."""
-    if root is None:
+def _images_of(path: str) -> list[tuple[str | None, tuple[int, int] | None]]:
+    """(image, None) for each `FROM` of one Dockerfile, with its `ARG`/`ENV` values
+    substituted, and (None, (X, Y)) for a `pip install tensorflow==X.Y` where its images
+    name no TensorFlow."""
+    text = _dockerfile_text(path)
+    if text is None:
+        return []
+    arguments = {name: value.strip("'\"") for name, value in _ARG.findall(text)}
+    substitute = lambda t: re.sub(r"\$\{?(\w+)\}?", lambda m: arguments.get(m.group(1), m.group(0)), t)  # noqa: E731
+    images = [substitute(image) for image in _FROM.findall(text)]
+    found: list[tuple[str | None, tuple[int, int] | None]] = [(image, None) for image in images]
+    # `RUN python3 -m pip --no-cache-dir install \` with the packages on the lines after it
+    installed = _PIP_TENSORFLOW.search(re.sub(r"\\[ \t]*\r?\n", " ", substitute(text)))
+    if installed and not any(_image_target(image) for image in images):
+        # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
+        found.append((None, (int(installed.group(1)), int(installed.group(2)))))
+    return found
+
+
+def _dockerfile_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(65536)
+    except OSError:
         return None
+
+
+def _target_of_images(images: list[tuple[str, str | None, tuple[int, int] | None]]) -> Target | None:
+    """The Keras of the TensorFlow that Dockerfiles' images (or pip installs) give, the
+    first TensorFlow of each Dockerfile: where they disagree on the Keras, none."""
     versions, said, seen = [], [], set()
-    for name, image, installed in _dockerfile_images(root):
+    for name, image, installed in images:
         if name in seen:
             continue
         if image is None:
@@ -633,6 +645,75 @@ def container_target(root: str | None) -> Target | None:
     if not versions:
         return None
     return _target_of_versions(versions, "; ".join(said[:2]) + ("; ..." if len(said) > 2 else ""))
+
+
+# `COPY job/pkgs /app/job/pkgs`, `ADD ["src", "/app/src"]`: what an image ships.
+_COPY = re.compile(r"^[ \t]*(?:COPY|ADD)[ \t]+((?:--\S+[ \t]+)*)(.+)$", re.M | re.I)
+_SHIPPING_DOCKERFILES = 200  # Dockerfiles of a checkout read for what they copy, at most
+
+
+@lru_cache(maxsize=64)
+def _copied_sources(top: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(Dockerfile relative to the checkout, the folders and files its COPY/ADD lines
+    take from the build context) for the checkout's Dockerfiles (hidden and vendored
+    folders skipped). A copy from another build stage or of the whole context names
+    nothing in particular."""
+    found = []
+    for folder, subfolders, names in os.walk(top):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in ("node_modules", "site-packages"))
+        for name in sorted(n for n in names if _is_dockerfile_name(n)):
+            if len(found) >= _SHIPPING_DOCKERFILES:
+                return tuple(found)
+            text = _dockerfile_text(os.path.join(folder, name))
+            if text is None:
+                continue
+            sources = []
+            for options, rest in _COPY.findall(text):
+                if "--from" in options:
+                    continue
+                parts = _json_list(rest) if rest.lstrip().startswith("[") else rest.split()
+                for source in parts[:-1]:
+                    source = source.strip().removeprefix("./").rstrip("/")
+                    if source and source != "." and not any(c in source for c in "*?$"):
+                        sources.append(source)
+            if sources:
+                found.append((os.path.relpath(os.path.join(folder, name), top).replace(os.sep, "/"), tuple(sources)))
+    return tuple(found)
+
+
+def _json_list(text: str) -> list[str]:
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def shipping_container_target(folder: str) -> Target | None:
+    """The Keras of the images whose Dockerfiles copy this folder into them (`COPY
+    job/pkgs /app/job/pkgs` for job-template/job/pkgs/tf), anywhere in the checkout: the
+    code runs in those images."""
+    top = checkout_top(folder)
+    if top is None:
+        return None
+    here = "/" + os.path.relpath(folder, top).replace(os.sep, "/").strip("/.") + "/"
+    images = []
+    for dockerfile, sources in _copied_sources(top):
+        if any(f"/{source}/" in here for source in sources):
+            images += [(dockerfile, image, installed)
+                       for image, installed in _images_of(os.path.join(top, dockerfile))]
+    return _target_of_images(images)
+
+
+@lru_cache(maxsize=1024)
+def container_target(root: str | None) -> Target | None:
+    """The Keras of the TensorFlow images a folder's Dockerfiles build on (the first
+    TensorFlow image of each): where they disagree on the Keras, none."""
+    if root is None:
+        return None
+    return _target_of_images(list(_dockerfile_images(root)))
 
 
 def _ngc_image(root: str) -> str | None:
@@ -841,9 +922,15 @@ def _recorded_version(notebook: dict) -> "re.Match[str] | None":
     return None
 
 
-def _is_requirements_file(name: str) -> bool:
-    """`requirements.txt`, `requirements-dev.txt`, ... (a file name in a project root)."""
-    return name.startswith("requirements") and name.endswith(".txt")
+# `requirements.txt`, `requirements-dev.txt`, and the spellings projects really use
+# (`requirement.txt`, `requirments.txt`, `reqs.txt`): a text file named for requirements.
+_REQUIREMENTS_NAME = re.compile(r"^(?:requi?re?m?e?n?ts?|reqs?)(?:[-_.][\w.-]*)?\.txt$", re.IGNORECASE)
+
+
+def is_requirements_file(name: str) -> bool:
+    """`requirements.txt`, `requirements-dev.txt`, `requirments.txt`, `reqs.txt`, ... (a
+    file name in a project root)."""
+    return name.endswith(".txt") and _REQUIREMENTS_NAME.match(name) is not None
 
 
 @lru_cache(maxsize=1024)
@@ -855,7 +942,7 @@ def project_root(folder: str) -> str | None:
     except OSError:
         names = []
     if any(n in names and (n != "setup.py" or is_packaging_script(os.path.join(folder, n))) for n in _PROJECT_MARKERS) \
-            or any(_is_requirements_file(n) for n in names) \
+            or any(is_requirements_file(n) for n in names) \
             or ("requirements" in names and run_record.isdir(os.path.join(folder, "requirements"))):
         return folder
     if ".git" in names:
@@ -948,7 +1035,7 @@ def _poetry_requirement(name: str, constraint: object) -> str | None:
 def _requirement_lines(root: str) -> list[tuple[str, str]]:
     """(requirement string, file) pairs declared in a project root (lock files first)."""
     found: list[tuple[str, str]] = _lock_lines(root)
-    candidates = [os.path.join(root, n) for n in sorted(os.listdir(root)) if _is_requirements_file(n)]
+    candidates = [os.path.join(root, n) for n in sorted(os.listdir(root)) if is_requirements_file(n)]
     req_dir = os.path.join(root, "requirements")
     if run_record.isdir(req_dir):
         candidates += [os.path.join(req_dir, n) for n in sorted(os.listdir(req_dir)) if n.endswith(".txt")]
@@ -1269,7 +1356,7 @@ def installed_target() -> Target | None:
 def is_project_file(path: str) -> bool:
     """Whether editing `path` can change a project's pins (or where its root is)."""
     name = os.path.basename(path)
-    if name in _PROJECT_MARKERS or _is_requirements_file(name) or name in ("poetry.lock", "uv.lock", "Pipfile.lock"):
+    if name in _PROJECT_MARKERS or is_requirements_file(name) or name in ("poetry.lock", "uv.lock", "Pipfile.lock"):
         return True
     return name.endswith(".txt") and os.path.basename(os.path.dirname(path)) == "requirements"
 
@@ -1284,6 +1371,7 @@ def forget_project_files() -> None:
     _dockerfile_images.cache_clear()
     nearest_ngc_image.cache_clear()
     nearest_container_target.cache_clear()
+    _copied_sources.cache_clear()
     readme_target.cache_clear()
     launcher_target.cache_clear()
     notebooks_declared_target.cache_clear()

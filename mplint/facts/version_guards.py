@@ -55,9 +55,12 @@ _MAX_DEPTH = 6
 
 def old_tensorflow_only(facts: ModuleFacts, node: cst.CSTNode) -> bool:
     """Whether `node` runs only on a TensorFlow older than the file's target, or inside a
-    try whose ImportError/AttributeError handler is the fallback for it."""
+    try whose ImportError/AttributeError handler is the fallback for it, or in a module
+    the project imports only where TensorFlow is 1.x (a TF 1.x backend beside a TF 2 one)."""
     versions = KERAS2_VERSIONS if facts.target.is_keras2 else KERAS3_VERSIONS
-    return _in_a_branch_not_taken(facts, node, versions, fallbacks=True)
+    if _in_a_branch_not_taken(facts, node, versions, fallbacks=True):
+        return True
+    return facts.project is not None and facts.project.imported_only_on_tensorflow1() is not None
 
 
 def tensorflow1_only(facts: ModuleFacts, node: cst.CSTNode) -> bool:

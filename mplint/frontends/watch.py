@@ -14,6 +14,7 @@ import time
 
 import click
 
+from mplint.facts.target import is_requirements_file
 from mplint.frontends.check_command import CheckRequest, check_paths, execute, resolver_for
 
 _SETTINGS_FILES = ("pyproject.toml", "mplint.toml", "setup.cfg")
@@ -22,7 +23,7 @@ _SETTINGS_FILES = ("pyproject.toml", "mplint.toml", "setup.cfg")
 def _relevant(path: str) -> bool:
     name = os.path.basename(path)
     return (name.endswith((".py", ".ipynb")) or name in _SETTINGS_FILES
-            or (name.startswith("requirements") and name.endswith(".txt")))
+            or is_requirements_file(name))
 
 
 def _note(message: str) -> None:

@@ -86,6 +86,7 @@ class ProjectIndex:
         self._policy_modules: set[str] | None = None
         self._mentions_cache: dict[str, bool] | None = None  # see `_mentions`
         self._trainers: dict[str, str | None] = {}  # see `trainer_of`
+        self._tensorflow1_importers: dict[str, str | None] = {}  # see `imported_only_on_tensorflow1`
         self._training: dict[str, bool] = {}  # see `_trains`
         self._layer_builders: dict[str, bool] = {}  # see `_builds_layers_in_functions`
         self._float16_paths: tuple[set[str], set[str]] | None = None  # see `float16_policy_on_path`
@@ -194,6 +195,7 @@ class ProjectIndex:
         self._era_target = _UNSET
         self._mentions_cache = None
         self._trainers.clear()
+        self._tensorflow1_importers.clear()
         self._training.pop(module, None)
         self._layer_builders.pop(module, None)
         self._float16_paths = None
@@ -470,6 +472,11 @@ class ProjectIndex:
         import ...` in models/nlp/albert/run_pretraining.py, run with models/nlp on the
         path, is models.nlp.albert.run_squad)."""
         first = name.partition(".")[0]
+        if first == "src" and "." in name and first not in self.path_of:
+            # `from src.utils import x` in a src layout: module names leave `src/` out
+            rest = name[4:]
+            if rest.partition(".")[0] in self._module_folders() or rest.partition(".")[0] in self.path_of:
+                return rest
         if not name or first in self.path_of or "." not in module:
             return name
         key = (module, name)
@@ -482,15 +489,20 @@ class ProjectIndex:
         sibling = f"{module if module in self.packages else module.rpartition('.')[0]}.{name}"
         if f"{sibling[: len(sibling) - len(name)]}{first}" in self.path_of:
             return sibling
-        if self._folders is None:  # every folder that holds modules (packages or not)
-            self._folders = {m.rsplit(".", i)[0] for m in self.path_of for i in range(1, m.count(".") + 1)}
+        folders = self._module_folders()
         folder = module.rpartition(".")[0]
         while folder:
             candidate = f"{folder}.{name}"
-            if candidate in self.path_of or candidate in self._folders:
+            if candidate in self.path_of or candidate in folders:
                 return candidate
             folder = folder.rpartition(".")[0]
         return name
+
+    def _module_folders(self) -> set[str]:
+        """Every folder that holds modules (packages or not), as dotted names."""
+        if self._folders is None:
+            self._folders = {m.rsplit(".", i)[0] for m in self.path_of for i in range(1, m.count(".") + 1)}
+        return self._folders
 
     def absolute(self, module: str, raw: str) -> str | None:
         """A name as `module` imports it, with relative imports made absolute (and
@@ -942,6 +954,42 @@ class ProjectIndex:
         mentions = self._mentions()
         return mentions["float16"] or not mentions["bfloat16"]
 
+    def imported_only_on_tensorflow1(self, module: str) -> str | None:
+        """Where every module of the project (tests aside) that imports `module` does so
+        only in a branch no TensorFlow 2 takes (`else:` of `if
+        tf.__version__.startswith("2"):`), the path of one of them: the module runs on
+        TF 1.x only. None otherwise, or where the module is also a script."""
+        if module not in self._tensorflow1_importers:
+            self._tensorflow1_importers[module] = None  # an import cycle says nothing
+            self._tensorflow1_importers[module] = self._only_tensorflow1_importer(module)
+        return self._tensorflow1_importers[module]
+
+    def _only_tensorflow1_importer(self, module: str) -> str | None:
+        """(An importer that itself runs on TF 1.x only imports on TF 1.x only.)"""
+        importers = sorted(m for m in self.importers_of(module) if not self.is_test(m))
+        own = self.table(module)
+        if not importers or own is None or "__main__" in (self.text(self.path_of[module]) or ""):
+            return None
+        for importer in importers:
+            if self.imported_only_on_tensorflow1(importer) is not None:
+                continue
+            table = self.table(importer)
+            if table is None or "tf1_only_imports" not in table:
+                return None
+            statements = [tf1_only for level, name, names, tf1_only in table["tf1_only_imports"]
+                          if module in self._statement_targets(importer, level, name, names)]
+            if not statements or not all(statements):
+                return None
+        return self._relpath(self.path_of[importers[0]])
+
+    def _statement_targets(self, importer: str, level: int, name: str, names: list[str]) -> set[str]:
+        """The project modules one import statement of `importer` imports (as
+        `imports_of` resolves them)."""
+        base = self._absolute_module(importer, level, name)
+        if base is None:
+            return set()
+        return {c for c in (base, *(f"{base}.{n}" if base else n for n in names)) if c in self.path_of}
+
     def graph_rewrite_imported(self, module: str) -> str | None:
         """The relative path of a module `module` imports whose code calls the float16
         graph rewrite (its table lists the call, not a comment or a string)."""
@@ -1343,6 +1391,8 @@ class ProjectIndex:
             parts.append(f"trained by {self.trainer_of(module)}; layers later: {self.may_build_layers_later(module)}")
         if self.names_float16_policy():
             parts.append(f"float16 policy on its path: {self.float16_policy_on_path(module)}")
+        if self.scan(self.path_of[module]).mixed_precision:  # migration findings vanish in a TF 1.x-only module
+            parts.append(f"TF 1.x only through {self.imported_only_on_tensorflow1(module)}")
         return "|".join(parts)
 
     def _key_part(self, module: str) -> str:
@@ -1453,6 +1503,9 @@ class ModuleContext:
 
     def graph_rewrite_imported(self) -> str | None:
         return None if self._record else self.index.graph_rewrite_imported(self.module)
+
+    def imported_only_on_tensorflow1(self) -> str | None:
+        return None if self._record else self.index.imported_only_on_tensorflow1(self.module)
 
     def trainer(self) -> str | None:
         return None if self._record else self.index.trainer_of(self.module)

@@ -26,7 +26,7 @@ def build_table(text: str) -> dict[str, Any] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     table: dict[str, Any] = {"imports": {}, "stars": [], "definitions": {}, "functions": {}, "constants": {}, "flags": {},
-                             "called": [], "unread": [], "version_flags": {}}
+                             "called": [], "unread": [], "version_flags": {}, "tf1_only_imports": []}
     called: set[str] = set()
     read: set[str] = set()  # names the module's code reads (loads)
     from_imported: set[str] = set()  # names bound by `from m import name`
@@ -76,11 +76,40 @@ def build_table(text: str) -> dict[str, Any] | None:
             table["constants"].pop(name, None)
             table["version_flags"].pop(name, None)
     table["called"] = sorted(called)
+    table["tf1_only_imports"] = _tf1_only_imports(tree, table["imports"])
     # Names imported with `from m import name` that the module's code never reads (nor
     # lists in `__all__`): nothing here runs them later.
     exported = _all_names(tree)
     table["unread"] = sorted(from_imported - read - exported)
     return table
+
+
+def _tf1_only_imports(tree: ast.Module, imports: dict[str, str]) -> list[list]:
+    """Every import statement, as [level, module, names, whether only TensorFlow 1.x runs
+    it]: one in a branch of a TensorFlow version check that no TF 2 version takes (the
+    `else:` of `if tf.__version__.startswith("2"):`). A module that the project imports
+    only there is TF 1.x code, whatever its own lines say."""
+    found: list[list] = []
+
+    def visit(body: list[ast.stmt], tf1_only: bool) -> None:
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                if isinstance(node, ast.Import):
+                    found.extend([0, alias.name, [], tf1_only] for alias in node.names)
+                else:
+                    found.append([node.level, node.module or "", [a.name for a in node.names], tf1_only])
+            elif isinstance(node, ast.If):
+                truths = version_truths(node.test, imports)
+                visit(node.body, tf1_only or (truths is not None and not any(truths.values())))
+                visit(node.orelse, tf1_only or (truths is not None and all(truths.values())))
+            else:
+                for field in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, field, []) or [], tf1_only)
+                for handler in getattr(node, "handlers", []) or []:
+                    visit(handler.body, tf1_only)
+
+    visit(tree.body, False)
+    return found
 
 
 def _all_names(tree: ast.Module) -> set[str]:
