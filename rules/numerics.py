@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
+from mplint.analysis.assigned_reads import reads_of_assigned
 from mplint.analysis.calls import arg_value, callee_name, string_value
 from mplint.analysis.values import literal_number
 from mplint.core.diagnostics import DTYPE, FixAvailability, Premise, Severity, Status
@@ -589,14 +590,7 @@ class Float16UnderflowEpsilon(Rule):
         eps); return x * inv`) guards no division, square root or log: losing it in float16
         changes nothing."""
         index = self.facts.index
-        parent = index.parent_of(call)
-        if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1
-                and isinstance(parent.targets[0].target, cst.Name)):
-            return False
-        name = parent.targets[0].target.value
-        scope = index.scope_of(call)
-        uses = [n for n in index.nodes(cst.Name) if n.value == name and index.scope_of(n) is scope
-                and index.before(parent, n) and not index.contains(parent, n)]
+        uses = reads_of_assigned(index, call)
         return bool(uses) and all(
             isinstance(index.parent_of(use), cst.BinaryOperation)
             and isinstance(index.parent_of(use).operator, cst.Multiply) for use in uses  # type: ignore[union-attr]

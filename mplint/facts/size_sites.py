@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
+from mplint.analysis.assigned_reads import reads_of_assigned
 from mplint.analysis.calls import arg_value, string_value
 from mplint.analysis.values import Value
 from mplint.facts.model_graph import ModelGraph, is_self
@@ -655,14 +656,7 @@ class TensorCoreSites:
             if not (isinstance(outer, cst.Call) and outer.func is attribute and attribute.value is top):
                 break
             top = outer
-        assign = index.parent_of(top)
-        if not (isinstance(assign, cst.Assign) and assign.value is top and len(assign.targets) == 1
-                and isinstance(assign.targets[0].target, cst.Name)):
-            return False
-        name = assign.targets[0].target.value
-        scope = index.scope_of(assign)
-        reads = [n for n in index.nodes(cst.Name) if n.value == name and n is not assign.targets[0].target
-                 and index.scope_of(n) is scope]
+        reads = reads_of_assigned(index, top)
         return bool(reads) and all(self._shown_only(read) for read in reads)
 
     def _shown_only(self, read: cst.Name) -> bool:
