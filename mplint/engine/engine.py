@@ -51,6 +51,7 @@ from mplint.catalogue.rule import (
     Report,
 )
 from mplint.analysis import parsed_once
+from mplint.inputs import python_tree
 from mplint.inputs.source import Document
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ def lint(doc: Document, settings: FileSettings, filename: str, module: cst.Modul
          outcome: Outcome | None = None, project: "ProjectContext | None" = None) -> list[Finding]:
     """Findings for the document's current text (suppressions applied); `project` is
     what the rest of its project says about the module (mplint.project.index)."""
+    python_tree.forget()  # the pre-filter and the project scan are done with the file's `ast` tree
     walk = None
     if module is None:
         shared = parsed_once.take(doc.path, doc.text)  # the project index's parse of this very text
