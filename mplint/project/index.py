@@ -967,12 +967,14 @@ class ProjectIndex:
     def _only_tensorflow1_importer(self, module: str) -> str | None:
         """(An importer that itself runs on TF 1.x only imports on TF 1.x only.)"""
         importers = sorted(m for m in self.importers_of(module) if not self.is_test(m))
-        own = self.table(module)
-        if not importers or own is None or "__main__" in (self.text(self.path_of[module]) or ""):
+        if not importers or "__main__" in (self.text(self.path_of[module]) or ""):
             return None
         for importer in importers:
             if self.imported_only_on_tensorflow1(importer) is not None:
                 continue
+            text = self.text(self.path_of[importer]) or ""
+            if "__version__" not in text and "VERSION" not in text:
+                return None  # no version check there: its imports run on every TensorFlow
             table = self.table(importer)
             if table is None or "tf1_only_imports" not in table:
                 return None

@@ -76,7 +76,8 @@ def build_table(text: str) -> dict[str, Any] | None:
             table["constants"].pop(name, None)
             table["version_flags"].pop(name, None)
     table["called"] = sorted(called)
-    table["tf1_only_imports"] = _tf1_only_imports(tree, table["imports"])
+    if "__version__" in text or "VERSION" in text:  # else no import is under a version check
+        table["tf1_only_imports"] = _tf1_only_imports(tree, table["imports"])
     # Names imported with `from m import name` that the module's code never reads (nor
     # lists in `__all__`): nothing here runs them later.
     exported = _all_names(tree)
@@ -86,7 +87,7 @@ def build_table(text: str) -> dict[str, Any] | None:
 
 def _tf1_only_imports(tree: ast.Module, imports: dict[str, str]) -> list[list]:
     """Every import statement, as [level, module, names, whether only TensorFlow 1.x runs
-    it]: one in a branch of a TensorFlow version check that no TF 2 version takes (the
+    it] (listed only for a module that reads TensorFlow's version): one in a branch of a TensorFlow version check that no TF 2 version takes (the
     `else:` of `if tf.__version__.startswith("2"):`). A module that the project imports
     only there is TF 1.x code, whatever its own lines say."""
     found: list[list] = []
