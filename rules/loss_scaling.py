@@ -78,7 +78,14 @@ def unkept_condition(facts, step, generation: str | None) -> str | None:
         source = step.optimizer.wrapper
     elif generation == "compile":
         settings = [s.call for s in facts.policy.mixed_global_settings]
-        if not settings or any(not guard_of(index, call) for call in settings):
+        if not settings:
+            # the project brings the policy: where another one can hold at the step (a
+            # flag that picks float32, mixed_bfloat16 or mixed_float16), compile wraps
+            # the optimizer only under mixed_float16
+            if facts.policy.global_at(step.call) - {"mixed_float16"}:
+                return 'tf.keras.mixed_precision.global_policy().name == "mixed_float16"'
+            return None
+        if any(not guard_of(index, call) for call in settings):
             return None  # some mixed setting runs unconditionally: compile always wraps
         source = settings[0]
     else:
@@ -344,7 +351,8 @@ class GradientOfUnscaledLoss(Rule):
     message says which use and what to do. A loop whose loss is not computed inside
     the tape is reported without a fix. Where the optimizer is a LossScaleOptimizer only
     under a condition the loop does not share (`if args.amp:` around the wrapper, in the
-    loop's function or its caller), the Keras 3 fix is unsafe (every Keras 3 optimizer
+    loop's function or its caller; for `compile`'s wrapper, a policy that another module
+    picks by a flag, `set_global_policy(args.precision_policy)`), the Keras 3 fix is unsafe (every Keras 3 optimizer
     has `scale_loss`, a plain one returns the loss unchanged, so the edit holds on both
     paths) and Keras 2 gets no fix: `get_scaled_loss` without that condition would raise
     AttributeError on the path that skips it.

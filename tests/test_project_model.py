@@ -252,3 +252,20 @@ def test_keras2_era_code_of_one_module_reaches_every_script(cli, tmp_path: Path)
     base = root / "trainers" / "base.py"
     base.write_text(base.read_text().replace("optimizers.experimental.AdamW", "optimizers.AdamW"))
     assert "multi-node-scripts/run.py:MP404" in codes() and "trainers/gan.py:MP404" in codes()
+
+
+def test_no_keras2_scaling_fix_where_a_flag_may_pick_another_policy(cli, tmp_path: Path) -> None:
+    """train.py picks the policy from a flag (float32 by default): `compile` wraps the
+    model's optimizer only under mixed_float16, so `get_scaled_loss` in its train_step
+    would raise on the default run. The finding stands, without a fix; with the policy
+    set unconditionally the fix is offered."""
+    root = _copy(FIXTURES / "projects" / "compile_wraps_only_under_a_chosen_policy", tmp_path)
+    result = cli(["--no-cache", "--output-format", "json", "model.py"], cwd=root)
+    (finding,) = json.loads(result.stdout)
+    assert finding["code"] == "MP202" and finding["fix"] is None
+    assert 'global_policy().name == "mixed_float16"' in finding["detail"]
+    script = root / "train.py"
+    script.write_text(script.read_text().replace("set_global_policy(args.precision_policy)",
+                                                 'set_global_policy("mixed_float16")'))
+    (finding,) = json.loads(cli(["--no-cache", "--output-format", "json", "model.py"], cwd=root).stdout)
+    assert finding["fix"] is not None
