@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import re
 
+# The TensorFlow 2 versions a version check is evaluated at: its first, the stable
+# mixed-precision API's first (2.4), the experimental API gone (2.9), Keras 2's last (2.15)
+# and the current one.
+TENSORFLOW2_VERSIONS = ("2.0.0", "2.4.0", "2.9.0", "2.15.0", "2.21.0")
+
 
 def version_tuple(text: object, unknown: object) -> object:
     """`(2, 4, 0)` for "2.4.0" (`LooseVersion(...)`, `version.parse(...)` of a version

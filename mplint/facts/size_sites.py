@@ -648,15 +648,8 @@ class TensorCoreSites:
         bound to a name whose every read only shows it: `list(ds.take(1))`,
         `print(ds.element_spec)`, `next(iter(ds))` as a statement of its own, whose value
         goes nowhere. Then no model ever takes its batches (a notebook's look at data)."""
-        index = self.index
-        top: cst.CSTNode = call
-        while True:
-            attribute = index.parent_of(top)
-            outer = index.parent_of(attribute) if isinstance(attribute, cst.Attribute) else None
-            if not (isinstance(outer, cst.Call) and outer.func is attribute and attribute.value is top):
-                break
-            top = outer
-        reads = reads_of_assigned(index, top)
+        top = [call, *self._calls_after_in_chain(call)][-1]  # the chain's outermost call
+        reads = reads_of_assigned(self.index, top)
         return bool(reads) and all(self._shown_only(read) for read in reads)
 
     def _shown_only(self, read: cst.Name) -> bool:
@@ -677,17 +670,22 @@ class TensorCoreSites:
     def _batched_again_in_chain(self, call: cst.Call) -> bool:
         """`ds.batch(n).map(f).batch(m)`: whether a later method call of the same chain
         batches the result of `call` again."""
+        return any(outer.func.attr.value in _SEQUENCE_CUTTERS  # type: ignore[attr-defined]
+                   for outer in self._calls_after_in_chain(call))
+
+    def _calls_after_in_chain(self, call: cst.Call) -> Iterator[cst.Call]:
+        """The method calls made on the result of `call`, outwards: `.map(f)`, then
+        `.batch(m)` for the `.batch(n)` of `ds.batch(n).map(f).batch(m)`."""
         parent_of = self.index.parent_of
         current: cst.CSTNode = call
         while True:
             attribute = parent_of(current)
             if not isinstance(attribute, cst.Attribute) or attribute.value is not current:
-                return False
+                return
             outer = parent_of(attribute)
             if not isinstance(outer, cst.Call) or outer.func is not attribute:
-                return False
-            if attribute.attr.value in _SEQUENCE_CUTTERS:
-                return True
+                return
+            yield outer
             current = outer
 
     def _value(self, expr: cst.BaseExpression | None) -> Value | None:

@@ -326,30 +326,35 @@ def recorded_tensorflow(top: str) -> tuple[tuple[int, int], str] | None:
 
     found: list[tuple[tuple[int, int], str]] = []
     read = size_read = 0
-    for folder, subfolders, names in os.walk(top):
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in ("node_modules", "site-packages"))
-        for name in sorted(n for n in names if n.endswith(".ipynb")):
-            if read >= _RECORDED_NOTEBOOKS or size_read >= _RECORDED_BUDGET:
-                break
-            path = os.path.join(folder, name)
-            try:
-                size = os.path.getsize(path)
-                if size > _RECORDED_SIZE:
-                    continue
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    notebook = json.load(handle)
-            except (OSError, ValueError, RecursionError):
+    for path in _checkout_files(top, lambda name: name.endswith(".ipynb")):
+        if read >= _RECORDED_NOTEBOOKS or size_read >= _RECORDED_BUDGET:
+            break
+        try:
+            size = os.path.getsize(path)
+            if size > _RECORDED_SIZE:
                 continue
-            read += 1
-            size_read += size
-            ran = _recorded_run(notebook) if isinstance(notebook, dict) else None
-            if ran is not None:
-                found.append((ran, os.path.relpath(path, top)))
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                notebook = json.load(handle)
+        except (OSError, ValueError, RecursionError):
+            continue
+        read += 1
+        size_read += size
+        ran = _recorded_run(notebook) if isinstance(notebook, dict) else None
+        if ran is not None:
+            found.append((ran, os.path.relpath(path, top)))
     if not found:
         return None
     newest = max(version for version, _ in found)
     where = next(name for version, name in found if version == newest)
     return newest, f"the checkout's notebooks recorded runs on TensorFlow {newest[0]}.{newest[1]} at newest ({where})"
+
+
+def _checkout_files(top: str, wanted) -> Iterator[str]:
+    """The paths of a checkout's files whose name is `wanted`, folder by folder in sorted
+    order, hidden and vendored folders (`node_modules`, `site-packages`) skipped."""
+    for folder, subfolders, names in os.walk(top):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in ("node_modules", "site-packages"))
+        yield from (os.path.join(folder, name) for name in sorted(n for n in names if wanted(n)))
 
 
 def object_keras(raw_origin: str | None, imported_modules: set[str]) -> str | None:
@@ -659,25 +664,23 @@ def _copied_sources(top: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     folders skipped). A copy from another build stage or of the whole context names
     nothing in particular."""
     found = []
-    for folder, subfolders, names in os.walk(top):
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in ("node_modules", "site-packages"))
-        for name in sorted(n for n in names if _is_dockerfile_name(n)):
-            if len(found) >= _SHIPPING_DOCKERFILES:
-                return tuple(found)
-            text = _dockerfile_text(os.path.join(folder, name))
-            if text is None:
+    for path in _checkout_files(top, _is_dockerfile_name):
+        if len(found) >= _SHIPPING_DOCKERFILES:
+            break
+        text = _dockerfile_text(path)
+        if text is None:
+            continue
+        sources = []
+        for options, rest in _COPY.findall(text):
+            if "--from" in options:
                 continue
-            sources = []
-            for options, rest in _COPY.findall(text):
-                if "--from" in options:
-                    continue
-                parts = _json_list(rest) if rest.lstrip().startswith("[") else rest.split()
-                for source in parts[:-1]:
-                    source = source.strip().removeprefix("./").rstrip("/")
-                    if source and source != "." and not any(c in source for c in "*?$"):
-                        sources.append(source)
-            if sources:
-                found.append((os.path.relpath(os.path.join(folder, name), top).replace(os.sep, "/"), tuple(sources)))
+            parts = _json_list(rest) if rest.lstrip().startswith("[") else rest.split()
+            for source in parts[:-1]:
+                source = source.strip().removeprefix("./").rstrip("/")
+                if source and source != "." and not any(c in source for c in "*?$"):
+                    sources.append(source)
+        if sources:
+            found.append((os.path.relpath(path, top).replace(os.sep, "/"), tuple(sources)))
     return tuple(found)
 
 

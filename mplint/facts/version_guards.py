@@ -30,7 +30,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, string_value
 from mplint.analysis.guards import guard_of
-from mplint.core.versions import compare_versions, version_tuple
+from mplint.core.versions import TENSORFLOW2_VERSIONS, compare_versions, version_tuple
 
 ModuleFacts = Any  # mplint.facts.module imports this module
 
@@ -49,7 +49,6 @@ _FALLBACK_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeEr
 _BROAD_ERRORS = frozenset({"Exception", "BaseException"})
 KERAS3_VERSIONS = ("2.21.0",)
 KERAS2_VERSIONS = ("2.9.0", "2.15.0")
-TENSORFLOW2_VERSIONS = ("2.0.0", "2.4.0", "2.9.0", "2.15.0", "2.21.0")
 _MAX_DEPTH = 6
 
 

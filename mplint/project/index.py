@@ -344,12 +344,7 @@ class ProjectIndex:
             path = self.path_of.get(module)
             if path is not None:
                 for level, name, names in self.scan(path).imports:
-                    base = self._absolute_module(module, level, name)
-                    if base is None:
-                        continue
-                    for candidate in (base, *(f"{base}.{n}" if base else n for n in names)):
-                        if candidate in self.path_of and candidate != module:
-                            found.add(candidate)
+                    found |= self._statement_targets(module, level, name, names) - {module}
             self._imports[module] = found
         return found
 
@@ -1228,32 +1223,16 @@ class ProjectIndex:
                   ) -> list[ExternalValue | ExternalOptimizer | None]:
         """What calls of `module`'s `function` in other (non-test) modules give `param`;
         with `under_mixed`, only the calls that can run under a mixed policy."""
-        top = function.split(".")[0].split("#")[0]
-        callers = self._callers_of(module, top)
+        callers = self.callers_of(module, function.split(".")[0].split("#")[0])
         if not callers:
             return []  # nobody to ask: the module's own table (an `ast` parse) is not needed
-        table = self.table(module)
-        if table is None or function not in table["functions"]:
+        position = self._parameter_position(module, function, param)
+        if position is None:
             return []
-        signature = table["functions"][function]
-        params = signature["params"]
-        if param not in params:
-            return []
-        position = params.index(param) - (1 if signature["bound"] else 0)
-        owner = function.rsplit(".", 1)[0] if "." in function and function.endswith(".__init__") else None
         found: list[ExternalValue | ExternalOptimizer | None] = []
         for importer in sorted(callers):
-            summary = self.summary(importer)
-            if summary is None:
-                continue
-            flow = summary["flow"]
-            for (caller, callee, state), call in zip(flow["outgoing"], summary["calls"]):
-                target = self.definition(callee)
-                if target is None or target[0] != module:
-                    continue
-                if not (target[1] == function or (owner is not None and target[2] == "class" and target[1] == owner)):
-                    continue
-                if under_mixed and not self._mixed_at_call(importer, caller, frozenset(state)):
+            for caller, state, call in self._calls_of_function(importer, module, function) or ():
+                if under_mixed and not self._mixed_at_call(importer, caller, state):
                     continue
                 found.append(self._argument(importer, call, function, param, position))
         return found
@@ -1261,10 +1240,31 @@ class ProjectIndex:
     def calls_passing(self, module: str, function: str, param: str) -> int | None:
         """How many calls of `module`'s `function` other (non-test) modules make, where
         each gives `param` an argument; None where one does not or cannot be read."""
-        top = function.split(".")[0].split("#")[0]
-        callers = self._callers_of(module, top)
+        callers = self.callers_of(module, function.split(".")[0].split("#")[0])
         if not callers:
             return 0
+        position = self._parameter_position(module, function, param)
+        if position is None:
+            return None
+        count = 0
+        for importer in sorted(callers):
+            calls = self._calls_of_function(importer, module, function)
+            if calls is None:
+                if self.table(importer) is None:
+                    continue  # Python rejects it (a TabError): it never runs, nor calls anything
+                return None
+            for _, _, call in calls:
+                if call.get("args") is None:
+                    return None
+                if param not in call["kwargs"] and not 0 <= position < len(call["args"]):
+                    return None
+                count += 1
+        return count
+
+    def _parameter_position(self, module: str, function: str, param: str) -> int | None:
+        """Where `param` sits among the positional arguments a call of `module`'s
+        `function` gives (a bound method's `self` aside); None where the module's table
+        does not know the function or the parameter."""
         table = self.table(module)
         if table is None or function not in table["functions"]:
             return None
@@ -1272,26 +1272,24 @@ class ProjectIndex:
         params = signature["params"]
         if param not in params:
             return None
-        position = params.index(param) - (1 if signature["bound"] else 0)
+        return params.index(param) - (1 if signature["bound"] else 0)
+
+    def _calls_of_function(self, importer: str, module: str, function: str) -> list[tuple[str, frozenset, dict]] | None:
+        """The calls `importer` makes of `module`'s `function` (a class's `__init__`: of the
+        class), as (the calling function's key, "" at the top level; the symbolic policy
+        state there; the call's summary); None where `importer` has no summary."""
+        summary = self.summary(importer)
+        if summary is None:
+            return None
         owner = function.rsplit(".", 1)[0] if "." in function and function.endswith(".__init__") else None
-        calls = 0
-        for importer in sorted(callers):
-            summary = self.summary(importer)
-            if summary is None:
-                if self.table(importer) is None:
-                    continue  # Python rejects it (a TabError): it never runs, nor calls anything
-                return None
-            for (_, callee, _), call in zip(summary["flow"]["outgoing"], summary["calls"]):
-                target = self.definition(callee)
-                if target is None or target[0] != module or not (
-                        target[1] == function or (owner is not None and target[2] == "class" and target[1] == owner)):
-                    continue
-                if call.get("args") is None:
-                    return None
-                if param not in call["kwargs"] and not 0 <= position < len(call["args"]):
-                    return None
-                calls += 1
-        return calls
+        found = []
+        for (caller, callee, state), call in zip(summary["flow"]["outgoing"], summary["calls"]):
+            target = self.definition(callee)
+            if target is None or target[0] != module:
+                continue
+            if target[1] == function or (owner is not None and target[2] == "class" and target[1] == owner):
+                found.append((caller, frozenset(state), call))
+        return found
 
     def _mixed_at_call(self, importer: str, caller: str, state: frozenset) -> bool:
         """Whether a mixed policy can be in effect at a call in `importer` (made in its
@@ -1320,7 +1318,7 @@ class ProjectIndex:
         """The path of the first (non-test) module calling `module`'s `key` where the
         call's summary `holds`."""
         top = key.split(".")[0].split("#")[0]
-        for importer in sorted(self._callers_of(module, top)):
+        for importer in sorted(self.callers_of(module, top)):
             summary = self.summary(importer)
             if summary is None:
                 continue
@@ -1330,7 +1328,7 @@ class ProjectIndex:
                     return self._relpath(self.path_of[importer])
         return None
 
-    def _callers_of(self, module: str, name: str) -> set[str]:
+    def callers_of(self, module: str, name: str) -> set[str]:
         """Non-test modules that import `module` (or a package re-exporting from it) and
         mention `name`."""
         candidates = set(self.importers_of(module))
@@ -1468,7 +1466,7 @@ class ModuleContext:
         return self.index.version_flag(name)
 
     def used_elsewhere(self, name: str) -> bool:
-        return bool(self.index._callers_of(self.module, name))
+        return bool(self.index.callers_of(self.module, name))
 
     def flag_default(self, name: str) -> ExternalValue | None:
         return self.index.flag_default(name)

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import ast
 
-from mplint.core.versions import compare_versions, version_tuple
+from mplint.core.versions import TENSORFLOW2_VERSIONS, compare_versions, version_tuple
 
-# The TensorFlow versions a version check is evaluated at (a superset of those
-# `mplint.facts.version_guards` asks for).
-EVALUATED_VERSIONS = ("2.0.0", "2.4.0", "2.9.0", "2.15.0", "2.21.0")
+# The TensorFlow versions a version check is evaluated at (those
+# `mplint.facts.version_guards` asks for are among them).
+EVALUATED_VERSIONS = TENSORFLOW2_VERSIONS
 
 _UNKNOWN = object()
 _PARSERS = frozenset({"LooseVersion", "StrictVersion", "parse_version", "Version", "parse"})
@@ -58,8 +58,6 @@ def _is_tensorflow_version(node: ast.AST, imports: dict[str, str]) -> bool:
         return imports.get(node.value.id) == "tensorflow"
     return node.attr == "VERSION" and isinstance(node.value, ast.Attribute) and node.value.attr == "version" \
         and isinstance(node.value.value, ast.Name) and imports.get(node.value.value.id) == "tensorflow"
-
-
 
 
 def _evaluate(node: ast.expr, version: str, imports: dict[str, str], depth: int) -> object:
