@@ -12,6 +12,7 @@ from mplint.facts.layer_variables import (
     never_built,
     owns_no_float_variables,
     restored_before_training,
+    run_only_forward,
     training_premise,
     under_variable_creator,
     untrained_entry_point,
@@ -127,7 +128,9 @@ class Float16Variables(Rule):
     nothing in the project trains (an inference port with float16 weights) is in the
     extended tier, without a fix. Where nothing trains the variables for sure (a
     non-trainable layer, a script that never fits, applies gradients or compiles with an
-    optimizer: inference and checkpoint conversion keep float16 weights on purpose), and
+    optimizer: inference and checkpoint conversion keep float16 weights on purpose; a
+    layer that stays inside one function that trains nothing, only built and run forward
+    there on concrete data such as `tf.random.normal(...)`: a benchmark), and
     where `set_floatx("float16")` holds only inside a function that restores float32
     before it returns and trains nothing in between (an export that rebuilds the model in
     float16 and saves it), the finding is an info in the extended tier, without a fix.
@@ -194,8 +197,9 @@ class Float16Variables(Rule):
             if owns_no_float_variables(self.facts, call) or never_built(self.facts, call):
                 continue  # nothing to keep in float16
             frozen = self.facts.values.resolve(arg_value(call, None, "trainable"))
+            untrained = "this layer is not trainable" if frozen is not None and frozen.value is False else None
             self._report(call, arg.value, next(iter(names)), "layer dtype",
-                         untrained="this layer is not trainable" if frozen is not None and frozen.value is False else None)
+                         untrained=untrained or run_only_forward(self.facts, call))
 
     def _untrained(self) -> str | None:
         """Why nothing here trains the variables, if nothing does."""

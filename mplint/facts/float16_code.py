@@ -93,6 +93,12 @@ FLOAT32_BY_DEFAULT = frozenset(
         "tensorflow.compat.v1.random.uniform", "tensorflow.compat.v1.random.normal",
     }
 )
+# Ops with float32/float64 kernels only: a float16 input raises ("RFFT requires tf.float32
+# or tf.float64 inputs"), so their results (complex64/float32) are never float16.
+WIDE_ONLY = frozenset(
+    f"tensorflow.signal.{name}"
+    for name in ("stft", "inverse_stft", "rfft", "rfft2d", "rfft3d", "irfft", "irfft2d", "irfft3d", "mfccs_from_log_mel_spectrograms")
+)
 # TensorFlow/Keras ops whose result has the dtype of their first argument.
 DTYPE_PRESERVING = frozenset(
     f"{module}.{name}"
@@ -522,16 +528,22 @@ class Float16Code:
             dtype = arg_value(expr, None, "dtype")
             if dtype is not None:
                 return self.is_wide_dtype(dtype)
-            if qualified in DTYPE_PRESERVING:
-                return self.is_wide(arg_value(expr, 0), depth + 1)
             if qualified is None:
                 # A function of the module whose every return value is float32.
                 callees = facts.call_graph.callees(expr)
                 returns = [r for f in callees for r in self._returns(f)]
                 return bool(callees) and bool(returns) and all(self.is_wide(r, depth + 1) for r in returns)
-            return qualified in FLOAT32_BY_DEFAULT or self._float32_from_another_module(expr)
+            if qualified in FLOAT32_BY_DEFAULT or qualified in WIDE_ONLY or self._float32_from_another_module(expr):
+                return True
+            # Any other framework op given a float32 tensor computes in float32: TensorFlow does
+            # not promote between float dtypes (`tf.tensordot(float16, float32)` raises), Keras 3
+            # promotes to the wider one.
+            return qualified is not None and qualified.startswith(FRAMEWORK_PREFIXES) and any(
+                a.keyword is None and self.is_wide(a.value, depth + 1) for a in expr.args)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, ARITHMETIC):
             return self.is_wide(expr.left, depth + 1) or self.is_wide(expr.right, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
+            return self.is_wide(expr.left, depth + 1)  # `tf.abs(stft) ** 2`: the base's dtype
         if isinstance(expr, cst.UnaryOperation):
             return self.is_wide(expr.expression, depth + 1)
         if isinstance(expr, cst.Subscript):

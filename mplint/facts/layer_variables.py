@@ -14,7 +14,11 @@ Variables that nothing trains are kept in float16 on purpose as often as not: a 
 gradients, records a tape or compiles with an optimizer or loss is inference, checkpoint
 conversion or a dtype test, and MP103 says so at info level there. A library module
 that trains nothing keeps its warning: its layers may be trained elsewhere; so does a
-notebook (an editor checks it cell by cell, and training is often in a later cell).
+notebook (an editor checks it cell by cell, and training is often in a later cell). A
+layer that never leaves the function that builds it, is only run forward there on
+concrete data and sees no training there (`run_only_forward`: a benchmark that times
+float16 layers) keeps float16 variables that nothing trains, whatever else the module
+trains.
 """
 
 from __future__ import annotations
@@ -99,6 +103,69 @@ def never_built(facts: "ModuleFacts", call: cst.Call) -> bool:
                 continue
         return False  # called, put in a list, passed to a model or anything else
     return True
+
+
+# Calls whose value is concrete data (a tensor or an array), never a model's symbolic tensor.
+_DATA_MAKERS = ("tensorflow.random.", "tensorflow.constant", "tensorflow.ones", "tensorflow.zeros", "tensorflow.fill",
+                "tensorflow.convert_to_tensor", "tensorflow.range", "numpy.")
+# Methods that build a layer or read what it holds, without training or handing it on.
+_INSPECTING_METHODS = frozenset({"build", "count_params", "get_weights", "compute_output_shape", "get_config"})
+
+
+def run_only_forward(facts: "ModuleFacts", call: cst.Call) -> str | None:
+    """Why the layer this call constructs is never trained, where it stays inside one
+    function that trains nothing and only runs it forward on data: a benchmark
+    (`layer = Dense(n, dtype=tf.float16)`, `layer.build(shape)`, `layer(test_input)`
+    with `test_input = tf.random.normal(...)`) or a dtype check. The layer must be
+    called at once (`Dense(n)(data)`) or be bound to a local name that is only called on
+    data, built or inspected: returned, stored, listed or handed to anything else, it may
+    be trained elsewhere. None where it may be trained."""
+    index = facts.index
+    function = index.enclosing(call, cst.FunctionDef)
+    if function is None or any(_trains(facts, c) for c in index.descendants(function) if isinstance(c, cst.Call)):
+        return None
+    parent = index.parent_of(call)
+    if isinstance(parent, cst.Call) and parent.func is call:
+        applied = [parent]
+    elif isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0].target, cst.Name):
+        name = parent.targets[0].target.value
+        scope = index.scope_of(call)
+        applied = []
+        for use in index.nodes(cst.Name):
+            if use.value != name or use is parent.targets[0].target or index.scope_of(use) is not scope:
+                continue
+            holder = index.parent_of(use)
+            while isinstance(holder, (cst.Element, cst.Tuple)):
+                holder = index.parent_of(holder)
+            if isinstance(holder, cst.Del):
+                continue  # `del layer`
+            holder = index.parent_of(use)
+            if isinstance(holder, cst.Call) and holder.func is use:
+                applied.append(holder)
+            elif isinstance(holder, cst.Attribute) and holder.value is use:
+                owner = index.parent_of(holder)
+                if isinstance(owner, cst.Call) and owner.func is holder and holder.attr.value not in _INSPECTING_METHODS:
+                    return None  # `layer.fit(...)`, `layer.add_loss(...)`: more than a forward run
+            else:
+                return None  # returned, stored, listed, passed on, bound again
+    else:
+        return None
+    if not applied or not all(a.args and _is_data(facts, a.args[0].value) for a in applied):
+        return None
+    return f"it only runs forward in `{function.name.value}()`, which trains nothing"
+
+
+def _is_data(facts: "ModuleFacts", expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Whether `expr` is concrete data: a call of `_DATA_MAKERS`, or a name bound only to one."""
+    if isinstance(expr, cst.Call):
+        qualified = facts.qualified(expr.func) or ""
+        return qualified.startswith(_DATA_MAKERS)
+    if isinstance(expr, cst.Name) and depth < 3 and facts.values.parameter_of(expr) is None:
+        scope = facts.index.enclosing(expr, cst.FunctionDef, cst.Lambda) or facts.index.module
+        bound = facts.bindings.bindings.get((id(scope), expr.value))  # None: a value not written down
+        return bool(bound) and all(v is not None and _is_data(facts, v, depth + 1) for v in bound)
+    return False
 
 
 def trains_anything(facts: "ModuleFacts") -> bool:

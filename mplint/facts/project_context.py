@@ -73,6 +73,11 @@ class ProjectContext(Protocol):
         """A project flag of TensorFlow's version (`compat.IS_PREV_TF_2_4_0`): its truth
         at each TensorFlow version checks are evaluated at; None otherwise."""
 
+    def version_call(self, name: str, arguments: list[object], version: str) -> bool | None:
+        """The truth at `version` of a call of a project function that checks
+        TensorFlow's version from its arguments (`utils.tf_minor_version_geq(6)`), with
+        these argument values; None for any other call."""
+
     def flag_default(self, name: str) -> ExternalValue | None:
         """The default of an absl flag defined in another module of the project."""
 

@@ -35,6 +35,7 @@ from mplint.facts.project_context import ExternalOptimizer, ExternalValue
 from mplint.project.layout import module_name, project_files, project_root, relative_to
 from mplint.project.scan import FileScan, calls_a_trainer, code_only, scan_text
 from mplint.project.store import Store
+from mplint.project.version_flags import evaluate_version_function
 
 if TYPE_CHECKING:
     from mplint.facts.target import Target
@@ -1190,6 +1191,21 @@ class ProjectIndex:
         found = table.get("version_flags", {}).get(rest) if table is not None else None
         return found[0] if found is not None else None
 
+    def version_call(self, name: str, arguments: list[object], version: str) -> bool | None:
+        """The truth at `version` of a call, with these argument values, of a project
+        function that checks TensorFlow's version from its arguments
+        (`utils.tf_minor_version_geq(6)`, see `version_flags.version_function`); None for
+        any other call."""
+        located = self.locate(name)
+        if located is None:
+            return None
+        module, rest = located
+        table = self.table(module)
+        function = table.get("version_functions", {}).get(rest) if table is not None else None
+        if function is None:
+            return None
+        return evaluate_version_function(function, arguments, version, table["imports"])
+
     def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
         """For a project function whose every return casts to float32/float64: (its
         parameters, those whose argument could choose another dtype, whether it is bound
@@ -1464,6 +1480,9 @@ class ModuleContext:
 
     def version_flag(self, name: str) -> dict[str, bool] | None:
         return self.index.version_flag(name)
+
+    def version_call(self, name: str, arguments: list[object], version: str) -> bool | None:
+        return self.index.version_call(name, arguments, version)
 
     def used_elsewhere(self, name: str) -> bool:
         return bool(self.index.callers_of(self.module, name))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from mplint.project.version_flags import version_truths
+from mplint.project.version_flags import version_function, version_truths
 
 _LITERALS = (int, float, str, bool, type(None))
 
@@ -26,7 +26,7 @@ def build_table(text: str) -> dict[str, Any] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     table: dict[str, Any] = {"imports": {}, "stars": [], "definitions": {}, "functions": {}, "constants": {}, "flags": {},
-                             "called": [], "unread": [], "version_flags": {}, "tf1_only_imports": []}
+                             "called": [], "unread": [], "version_flags": {}, "version_functions": {}, "tf1_only_imports": []}
     called: set[str] = set()
     read: set[str] = set()  # names the module's code reads (loads)
     from_imported: set[str] = set()  # names bound by `from m import name`
@@ -78,6 +78,10 @@ def build_table(text: str) -> dict[str, Any] | None:
     table["called"] = sorted(called)
     if "__version__" in text or "VERSION" in text:  # else no import is under a version check
         table["tf1_only_imports"] = _tf1_only_imports(tree, table["imports"])
+        for statement in tree.body:  # `def tf_minor_version_geq(x): ...` (mplint.project.version_flags)
+            function = version_function(statement, table["imports"]) if isinstance(statement, ast.FunctionDef) else None
+            if function is not None:
+                table["version_functions"][statement.name] = function
     # Names imported with `from m import name` that the module's code never reads (nor
     # lists in `__all__`): nothing here runs them later.
     exported = _all_names(tree)

@@ -15,6 +15,19 @@ version checks are evaluated at (`mplint.facts.version_guards`), so a branch und
 imported flag is judged as the same check written in place would be. Only checks of
 TensorFlow's own version count (`tf.__version__`, `tf.version.VERSION`), as Python
 evaluates them: a string comparison stays a string comparison.
+
+A helper function that answers the same question for its argument is kept too:
+
+    def tf_minor_version_geq(x):
+        version = tf.__version__.split(".")
+        return int(version[1]) >= x
+
+    if tf_minor_version_geq(6): ...   # another module: false on TF 2.3, true on 2.9
+
+A function whose body is assignments to local names and one `return` of an expression
+that reads TensorFlow's version is kept as its parameters and that expression with the
+locals written in (`int(tf.__version__.split(".")[1]) >= x`); a call is evaluated with
+its arguments' values (`evaluate_version_function`).
 """
 
 from __future__ import annotations
@@ -46,6 +59,51 @@ def version_truths(value: ast.expr, imports: dict[str, str]) -> dict[str, bool] 
     return truths
 
 
+def version_function(function: ast.FunctionDef, imports: dict[str, str]) -> list | None:
+    """[its parameters, its return expression with its locals written in (source)] for a
+    function that computes a check of TensorFlow's version from its arguments; else None."""
+    arguments = function.args
+    if arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.defaults or function.decorator_list:
+        return None
+    body = list(function.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        return None
+    local: dict[str, ast.expr] = {}
+    for statement in body[:-1]:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
+            return None
+        local[statement.targets[0].id] = _written_in(statement.value, local)
+    returned = _written_in(body[-1].value, local)
+    if not _reads_tensorflow_version(returned, imports):
+        return None
+    return [[a.arg for a in (*arguments.posonlyargs, *arguments.args)], ast.unparse(returned)]
+
+
+def _written_in(node: ast.expr, local: dict[str, ast.expr]) -> ast.expr:
+    class _Substitute(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.AST:
+            return local.get(name.id, name) if isinstance(name.ctx, ast.Load) else name
+    return _Substitute().visit(ast.parse(ast.unparse(node), mode="eval").body)
+
+
+def evaluate_version_function(function: list, arguments: list[object], version: str,
+                              imports: dict[str, str]) -> bool | None:
+    """The truth of a call of a `version_function` with these argument values at
+    `version`; None where it does not evaluate to a truth."""
+    parameters, source = function
+    if len(arguments) != len(parameters):
+        return None
+    try:
+        expression = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return None
+    found = _evaluate(expression, version, imports, 0, dict(zip(parameters, arguments)))
+    return found if isinstance(found, bool) else None
+
+
 def _reads_tensorflow_version(value: ast.expr, imports: dict[str, str]) -> bool:
     return any(_is_tensorflow_version(node, imports) for node in ast.walk(value))
 
@@ -60,49 +118,52 @@ def _is_tensorflow_version(node: ast.AST, imports: dict[str, str]) -> bool:
         and isinstance(node.value.value, ast.Name) and imports.get(node.value.value.id) == "tensorflow"
 
 
-def _evaluate(node: ast.expr, version: str, imports: dict[str, str], depth: int) -> object:
+def _evaluate(node: ast.expr, version: str, imports: dict[str, str], depth: int,
+              env: dict[str, object] | None = None) -> object:
     if depth > _MAX_DEPTH:
         return _UNKNOWN
     if _is_tensorflow_version(node, imports):
         return version
+    if env and isinstance(node, ast.Name) and node.id in env:
+        return env[node.id]
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, bool)):
         return node.value
     if isinstance(node, ast.Tuple):
-        items = tuple(_evaluate(e, version, imports, depth + 1) for e in node.elts)
+        items = tuple(_evaluate(e, version, imports, depth + 1, env) for e in node.elts)
         return _UNKNOWN if _UNKNOWN in items else items
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        left = _evaluate(node.left, version, imports, depth + 1)
-        right = _evaluate(node.comparators[0], version, imports, depth + 1)
+        left = _evaluate(node.left, version, imports, depth + 1, env)
+        right = _evaluate(node.comparators[0], version, imports, depth + 1, env)
         return _compare(left, node.ops[0], right)
     if isinstance(node, ast.BoolOp):
-        values = [_evaluate(v, version, imports, depth + 1) for v in node.values]
+        values = [_evaluate(v, version, imports, depth + 1, env) for v in node.values]
         if _UNKNOWN in values:
             return _UNKNOWN
         return all(values) if isinstance(node.op, ast.And) else any(values)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _evaluate(node.operand, version, imports, depth + 1)
+        inner = _evaluate(node.operand, version, imports, depth + 1, env)
         return _UNKNOWN if inner is _UNKNOWN else not inner
     if isinstance(node, ast.Subscript):
-        base = _evaluate(node.value, version, imports, depth + 1)
-        index = _evaluate(node.slice, version, imports, depth + 1)
+        base = _evaluate(node.value, version, imports, depth + 1, env)
+        index = _evaluate(node.slice, version, imports, depth + 1, env)
         if isinstance(base, list) and isinstance(index, int) and -len(base) <= index < len(base):
             return base[index]
         return _UNKNOWN
     if isinstance(node, ast.Call):
-        return _call(node, version, imports, depth)
+        return _call(node, version, imports, depth, env)
     return _UNKNOWN
 
 
-def _call(node: ast.Call, version: str, imports: dict[str, str], depth: int) -> object:
+def _call(node: ast.Call, version: str, imports: dict[str, str], depth: int, env: dict[str, object] | None) -> object:
     func = node.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    first = _evaluate(node.args[0], version, imports, depth + 1) if node.args else None
+    first = _evaluate(node.args[0], version, imports, depth + 1, env) if node.args else None
     if name in _PARSERS and isinstance(first, str):
         return version_tuple(first, _UNKNOWN)
     if name == "int" and isinstance(first, str) and first.isdigit():
         return int(first)
     if isinstance(func, ast.Attribute):
-        receiver = _evaluate(func.value, version, imports, depth + 1)
+        receiver = _evaluate(func.value, version, imports, depth + 1, env)
         if isinstance(receiver, str):
             if func.attr in ("startswith", "endswith") and isinstance(first, (str, tuple)):
                 return getattr(receiver, func.attr)(first)
