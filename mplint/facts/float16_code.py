@@ -99,6 +99,13 @@ WIDE_ONLY = frozenset(
     f"tensorflow.signal.{name}"
     for name in ("stft", "inverse_stft", "rfft", "rfft2d", "rfft3d", "irfft", "irfft2d", "irfft3d", "mfccs_from_log_mel_spectrograms")
 )
+# TensorFlow/Keras ops whose tensor operands share one dtype, the result's.
+MATCHING_OPERANDS = frozenset(
+    f"{module}.{name}"
+    for module in ("tensorflow", "tensorflow.math", "tensorflow.linalg", "keras.ops", "keras.backend")
+    for name in ("matmul", "tensordot", "einsum", "dot", "batch_dot", "add", "subtract", "multiply", "divide",
+                 "truediv", "maximum", "minimum", "pow", "squared_difference")
+)
 # TensorFlow/Keras ops whose result has the dtype of their first argument.
 DTYPE_PRESERVING = frozenset(
     f"{module}.{name}"
@@ -533,13 +540,14 @@ class Float16Code:
                 callees = facts.call_graph.callees(expr)
                 returns = [r for f in callees for r in self._returns(f)]
                 return bool(callees) and bool(returns) and all(self.is_wide(r, depth + 1) for r in returns)
-            if qualified in FLOAT32_BY_DEFAULT or qualified in WIDE_ONLY or self._float32_from_another_module(expr):
-                return True
-            # Any other framework op given a float32 tensor computes in float32: TensorFlow does
-            # not promote between float dtypes (`tf.tensordot(float16, float32)` raises), Keras 3
-            # promotes to the wider one.
-            return qualified is not None and qualified.startswith(FRAMEWORK_PREFIXES) and any(
-                a.keyword is None and self.is_wide(a.value, depth + 1) for a in expr.args)
+            if qualified in MATCHING_OPERANDS:
+                # Operands of one dtype: a float32 one makes it float32 (TensorFlow does not
+                # promote between float dtypes, `tf.tensordot(float16, float32)` raises; Keras 3
+                # promotes to the wider one).
+                return any(a.keyword is None and self.is_wide(a.value, depth + 1) for a in expr.args)
+            if qualified in DTYPE_PRESERVING:
+                return self.is_wide(arg_value(expr, 0), depth + 1)
+            return qualified in FLOAT32_BY_DEFAULT or qualified in WIDE_ONLY or self._float32_from_another_module(expr)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, ARITHMETIC):
             return self.is_wide(expr.left, depth + 1) or self.is_wide(expr.right, depth + 1)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
