@@ -139,6 +139,7 @@ def test_standalone_keras_without_keras3_names_falls_through_to_pins(project, in
         ("requirements.txt", "tensorflow>=2.16\n", "keras3"),
         ("requirements.txt", "tensorflow-cpu==2.21.0\n", "keras3"),
         ("requirements.txt", "keras<3\n", "keras2"),
+        ("setup.py", "setup(install_requires=['keras<=2.3.1'])\n", "keras2"),  # multi-backend Keras
         ("requirements.txt", "keras>=3.0\n", "keras3"),
         ("requirements.txt", "tensorflow==2.21.0\ntf-keras==2.21.0\n", "keras2"),
         ("requirements-dev.txt", "tensorflow~=2.13.0\n", "keras2"),
@@ -171,6 +172,15 @@ def test_project_pins(project, installed, filename, content, expected):
     target = target_of(project / "src" / "m.py", TF_ONLY)
     assert target.keras == expected, target.reason
     assert filename.rsplit("/", 1)[-1] in target.reason
+
+
+@pytest.mark.parametrize("pin, before_stable_api", [("keras<=2.3.1", True), ("keras==2.2.4", True),
+                                                     ("keras>=2.4,<3", False)])
+def test_multi_backend_keras_pins_a_tensorflow_before_the_stable_api(project, installed, pin, before_stable_api):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "requirements.txt", pin + "\n")
+    target = target_of(project / "m.py", TF_ONLY)
+    assert (target.keras, target.before_stable_api) == ("keras2", before_stable_api)
 
 
 def test_a_root_yaml_file_that_is_no_conda_environment_pins_nothing(project, installed):
@@ -558,6 +568,12 @@ def test_a_notebook_says_what_it_ran_on(project, installed, cells, keras, before
         ("[![TensorFlow 2.3](https://img.shields.io/badge/TensorFlow-2.3-FF6F00)](https://example.org)\n", "keras2", True),
         ("Requires [TensorFlow v2.17.0](https://github.com/tensorflow/tensorflow/releases/tag/v2.17.0).\n", "keras3",
          False),
+        # a major version alone: TF 1.x (a model zoo's "TensorFlow1" tree, an image name)
+        ("**ResNet50 (TensorFlow1)**\n本仓库是在MLU上基于TensorFlow1框架实现的网络\n", "keras2", True),
+        ("# IMAGE_NAME=tensorflow1-1.15.0-x86_64-ubuntu18.04\ncd ../../tensorflow2/tools/record_time/\n", "keras2", True),
+        ("Written for TensorFlow 1.x.\n", "keras2", True),
+        ("Ports of TensorFlow 1.x code to TensorFlow 2.\n", None, None),  # both majors: nothing
+        ("Converts TF1 checkpoints.\n", None, None),  # "TF1" names checkpoints and code styles too
     ],
 )
 def test_a_readme_next_to_the_code_names_its_tensorflow(project, installed, readme, keras, before_stable_api):
@@ -571,6 +587,22 @@ def test_a_readme_next_to_the_code_names_its_tensorflow(project, installed, read
     else:
         assert (target.keras, target.before_stable_api, target.assumed) == (keras, before_stable_api, False)
         assert target.reason.startswith("README.md names ")
+
+
+def test_the_readme_of_a_sub_project_speaks_for_the_code_below_it(project, installed):
+    """A model zoo: each model's folder has its own requirements file and README, far
+    above its code; the checkout's front-page README says nothing of it."""
+    installed({"tensorflow": "2.21.0"})
+    target_module.forget_project_files()
+    write(project / "README.md", "Models for TensorFlow 2.17.\n")
+    write(project / "zoo" / "nlp" / "transformer" / "requirements.txt", "requests\n")
+    write(project / "zoo" / "nlp" / "transformer" / "README.md", "Built on the tensorflow1-1.15.0 image.\n")
+    target = target_of(project / "zoo" / "nlp" / "transformer" / "models" / "nlp" / "modeling" / "x.py", TF_ONLY)
+    assert (target.keras, target.tf1, target.assumed) == ("keras2", True, False)
+    # a folder without a requirements file or a Dockerfile is no sub-project
+    target_module.forget_project_files()
+    write(project / "zoo" / "cv" / "README.md", "Built on TensorFlow 1.15.\n")
+    assert target_of(project / "zoo" / "cv" / "a" / "b" / "c" / "x.py", TF_ONLY).assumed
 
 
 def test_a_readme_three_folders_up_says_nothing(project, installed):

@@ -2,7 +2,8 @@
 
     never_runs(facts, node)   # why `node` never runs, or None
 
-A finding is true only where its code runs. Two kinds of branch are known not to:
+A finding is true only where its code runs. Two kinds of branch are known not to (also
+inside `and`/`or`/`not`: `if self.optimizer and self.mixed_precision:`):
 - an `if` on a constant written in the code (`DEBUG = False` ... `if DEBUG:`), and
 - an `if` on an attribute that a class sets once in `__init__` from a parameter
   (`self.mixed_precision = mixed_precision`), where every construction of the class, in
@@ -66,6 +67,15 @@ def _truth(facts: ModuleFacts, test: cst.BaseExpression) -> tuple[bool, str] | N
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _truth(facts, test.expression)
         return None if inner is None else (not inner[0], inner[1])
+    if isinstance(test, cst.BooleanOperation):
+        # `self.optimizer and self.mixed_precision`: one operand known false decides an
+        # `and`, one known true an `or`; both known decide either
+        deciding = isinstance(test.operator, cst.Or)
+        sides = [_truth(facts, test.left), _truth(facts, test.right)]
+        for side in sides:
+            if side is not None and side[0] == deciding:
+                return side
+        return sides[0] if None not in sides else None
     if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
         return _attribute_truth(facts, test)
     if isinstance(test, (cst.Name, cst.Integer, cst.Comparison)):

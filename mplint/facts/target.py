@@ -457,9 +457,41 @@ def nearest_container_target(folder: str, root: str | None) -> Target | None:
     repository of several projects, each with its own Dockerfile, runs each in its own
     image, and a Dockerfile at the top builds the packages below it. Within two folders
     of the file, a README that names the TensorFlow it runs on (an image, a `pip
-    install tensorflow==X` line, "TensorFlow 2.0") decides where no Dockerfile does."""
+    install tensorflow==X` line, "TensorFlow 2.0") decides where no Dockerfile does; so
+    does, at any depth, the README of the nearest folder with its own requirements file
+    or Dockerfile."""
     return _nearest(folder, root, container_target) or shipping_container_target(folder) \
-        or _nearest(folder, root, _folder_notes, levels=3)
+        or _nearest(folder, root, _folder_notes, levels=3) or _subproject_notes_above(folder, root)
+
+
+def _subproject_notes_above(folder: str, root: str | None) -> Target | None:
+    """`_subproject_notes` of the nearest sub-project folder from the file's folder up to,
+    not including, the checkout's top (without a checkout: the project root): the top's
+    README is the repository's front page, not a note on every model deep inside it."""
+    top = checkout_top(folder) or root
+    current = folder
+    while True:
+        parent = os.path.dirname(current)
+        if parent == current or top is None or current == top or not current.startswith(top):
+            return None
+        found = _subproject_notes(current)
+        if found is not None:
+            return found
+        current = parent
+
+
+@lru_cache(maxsize=1024)
+def _subproject_notes(folder: str) -> Target | None:
+    """The README of a folder with its own requirements file or Dockerfile (one model of a
+    model zoo, `tensorflow/.../transformer_keras/`): it speaks for the code below it, however
+    deep."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    if not any(is_requirements_file(n) or _is_dockerfile_name(n) for n in names):
+        return None
+    return _folder_notes(folder)
 
 
 def project_tensorflow(folder: str) -> Target | None:
@@ -795,6 +827,11 @@ _PROSE_VERSION = re.compile(
     r"(?!\s*(?:\+(?![A-Za-z])|or\s+(?:later|newer|above|higher|greater)|and\s+(?:later|newer|above|higher|up)))"
 )
 
+# A major version alone: "TensorFlow1", "基于TensorFlow1框架", "TensorFlow 1.x", an image
+# named `tensorflow1-1.15.0-...`; not "TF1" (TF1 checkpoints, TF1-style code are named so in
+# TF 2 projects too), not a folder of a path (`../tensorflow2/tools`), not a version with a
+# minor ("TensorFlow 1.15": `_PROSE_VERSION`).
+_MAJOR_ONLY = re.compile(r"(?<![A-Za-z0-9_/.])(?:TensorFlow|Tensorflow|tensorflow)[ -]?([12])(?:\.[xX])?(?![\d.]*\d)(?![A-Za-z0-9_/])")
 
 # A Markdown link (`[Transformers: ... for TensorFlow 2.0 and PyTorch](https://...)`): a
 # title names another work (a reference list, a citation), not what this code runs on. A
@@ -838,10 +875,17 @@ def readme_target(folder: str) -> Target | None:
         for match in (*_PIP_TENSORFLOW.finditer(text), *_LISTED_TENSORFLOW.finditer(text)):
             versions.append((int(match.group(1)), int(match.group(2))))
             named.append(f"`{match.group(0).strip(' `*+->')}`")
-        for match in _PROSE_VERSION.finditer(_without_cited_titles(text)):
+        prose = _without_cited_titles(text)
+        for match in _PROSE_VERSION.finditer(prose):
             if int(match.group(1)) in (1, 2):
                 versions.append((int(match.group(1)), int(match.group(2))))
                 named.append(f'"{match.group(0)}"')
+        majors = [(m.group(1), m.group(0)) for m in _MAJOR_ONLY.finditer(prose)]
+        if majors and all(major == "1" for major, _ in majors):  # "TensorFlow1" and nothing of TF 2
+            versions.append((1, 15))
+            named.append(f'"{majors[0][1]}"')
+        elif any(major == "2" for major, _ in majors) and all(v < (2, 0) for v in versions):
+            versions = [v for v in versions if v >= (2, 0)]  # TF 1.x and "TensorFlow2": the README decides nothing
         if not versions:
             return None
         shown = list(dict.fromkeys(named))
@@ -1299,6 +1343,12 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
                               newest_tensorflow=max(admitted))
         elif name == "keras":
             old, new = _eras(spec, _KERAS_VERSIONS, (3, 0))
+            admitted = [_major_minor(v) for v in _admitted(spec, _KERAS_VERSIONS)]
+            if admitted and max(admitted) < (2, 4):
+                # multi-backend Keras (2.3.1 was its last release) ran on TF 1.x to 2.2; Keras
+                # 2.4 was the first to need TF 2.2 and become a front for tf.keras
+                return Target(KERAS2, f"{source} pins {line} (multi-backend Keras: TensorFlow before 2.4)",
+                              before_stable_api=True)
             if old and not new:
                 return Target(KERAS2, f"{source} pins {line}")
             if new and not old:
@@ -1376,6 +1426,7 @@ def forget_project_files() -> None:
     nearest_container_target.cache_clear()
     _copied_sources.cache_clear()
     readme_target.cache_clear()
+    _subproject_notes.cache_clear()
     launcher_target.cache_clear()
     notebooks_declared_target.cache_clear()
     recorded_tensorflow.cache_clear()
