@@ -32,6 +32,9 @@ MIGRATIONS = {
         "float(loss_scale) == 32768.0",
         "float(loss) == float(loss)",
     ]),
+    "MP401/branch_of_an_and_no_construction_takes": ("AttributeError", [
+        "model.policy.name == 'float32' and not isinstance(model.optimizer, LSO)",  # the `and` branch stays untaken
+    ]),
     "MP401/attribute_chains": ("AttributeError", [
         "isinstance(opt, LSO) and scale(opt) == 4096.0 and opt.dynamic_growth_steps == 500",
     ]),
