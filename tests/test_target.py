@@ -574,6 +574,7 @@ def test_a_notebook_says_what_it_ran_on(project, installed, cells, keras, before
         ("Written for TensorFlow 1.x.\n", "keras2", True),
         ("Ports of TensorFlow 1.x code to TensorFlow 2.\n", None, None),  # both majors: nothing
         ("Converts TF1 checkpoints.\n", None, None),  # "TF1" names checkpoints and code styles too
+        ("- TensorFlow 1.x Compatibility: adapted for TF1-style execution in TF2 environments\n", None, None),
     ],
 )
 def test_a_readme_next_to_the_code_names_its_tensorflow(project, installed, readme, keras, before_stable_api):

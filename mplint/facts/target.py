@@ -465,19 +465,21 @@ def nearest_container_target(folder: str, root: str | None) -> Target | None:
 
 
 def _subproject_notes_above(folder: str, root: str | None) -> Target | None:
-    """`_subproject_notes` of the nearest sub-project folder from the file's folder up to,
-    not including, the checkout's top (without a checkout: the project root): the top's
-    README is the repository's front page, not a note on every model deep inside it."""
-    top = checkout_top(folder) or root
+    """`_subproject_notes` of the nearest sub-project folder from the file's folder up to
+    its project root, never above it (a model zoo's other projects speak for themselves)
+    and never the checkout's top: the top's README is the repository's front page, not a
+    note on every model deep inside it."""
+    top = checkout_top(folder)
     current = folder
-    while True:
-        parent = os.path.dirname(current)
-        if parent == current or top is None or current == top or not current.startswith(top):
-            return None
+    while root is not None and current.startswith(root) and current != top:
         found = _subproject_notes(current)
-        if found is not None:
+        if found is not None or current == root:
             return found
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
         current = parent
+    return None
 
 
 @lru_cache(maxsize=1024)
@@ -832,6 +834,9 @@ _PROSE_VERSION = re.compile(
 # TF 2 projects too), not a folder of a path (`../tensorflow2/tools`), not a version with a
 # minor ("TensorFlow 1.15": `_PROSE_VERSION`).
 _MAJOR_ONLY = re.compile(r"(?<![A-Za-z0-9_/.])(?:TensorFlow|Tensorflow|tensorflow)[ -]?([12])(?:\.[xX])?(?![\d.]*\d)(?![A-Za-z0-9_/])")
+# Any mention of TF 2 ("TF2 environments", "TensorFlow 2.x"): then "TensorFlow 1.x" names a
+# style or a port ("TF1-style execution in TF2"), not what the code runs on.
+_TENSORFLOW2_MENTION = re.compile(r"(?<![A-Za-z0-9_/.])(?:TensorFlow|Tensorflow|tensorflow|TF|tf)[ -]?v?2(?![A-Za-z0-9_/])")
 
 # A Markdown link (`[Transformers: ... for TensorFlow 2.0 and PyTorch](https://...)`): a
 # title names another work (a reference list, a citation), not what this code runs on. A
@@ -880,12 +885,13 @@ def readme_target(folder: str) -> Target | None:
             if int(match.group(1)) in (1, 2):
                 versions.append((int(match.group(1)), int(match.group(2))))
                 named.append(f'"{match.group(0)}"')
-        majors = [(m.group(1), m.group(0)) for m in _MAJOR_ONLY.finditer(prose)]
-        if majors and all(major == "1" for major, _ in majors):  # "TensorFlow1" and nothing of TF 2
+        majors = [m.group(0) for m in _MAJOR_ONLY.finditer(prose) if m.group(1) == "1"]
+        if _TENSORFLOW2_MENTION.search(prose) is not None:
+            if all(v < (2, 0) for v in versions):
+                versions = []  # TF 1.x beside "TF2": the README decides nothing
+        elif majors and all(v < (2, 0) for v in versions):  # "TensorFlow1" and nothing of TF 2
             versions.append((1, 15))
-            named.append(f'"{majors[0][1]}"')
-        elif any(major == "2" for major, _ in majors) and all(v < (2, 0) for v in versions):
-            versions = [v for v in versions if v >= (2, 0)]  # TF 1.x and "TensorFlow2": the README decides nothing
+            named.append(f'"{majors[0]}"')
         if not versions:
             return None
         shown = list(dict.fromkeys(named))
