@@ -183,6 +183,16 @@ def test_multi_backend_keras_pins_a_tensorflow_before_the_stable_api(project, in
     assert (target.keras, target.before_stable_api) == ("keras2", before_stable_api)
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig"])
+def test_requirements_with_a_byte_order_mark_are_read(project, installed, encoding):
+    """`pip freeze > requirements.txt` in PowerShell writes UTF-16 with a byte-order mark."""
+    installed({"tensorflow": "2.21.0"})
+    (project / "requirements.txt").write_bytes("keras==2.11.0\r\ntensorflow==2.11.0\r\n".encode(encoding))
+    target = target_of(project / "m.py", TF_ONLY)
+    assert (target.keras, target.assumed) == ("keras2", False)
+    assert "requirements.txt" in target.reason
+
+
 def test_a_root_yaml_file_that_is_no_conda_environment_pins_nothing(project, installed):
     installed({"tensorflow": "2.15.0"})
     write(project / "config.yml", "model:\n  - tensorflow==2.21.0\n")

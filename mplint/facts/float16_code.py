@@ -38,6 +38,7 @@ from mplint.core.diagnostics import DTYPE, Premise, Status
 from mplint.analysis.calls import arg_value, has_star_args
 from mplint.analysis.names import dotted_name
 from mplint.analysis.values import Source, Value
+from mplint.facts.receivers import method_of_known_receiver
 from mplint.facts.policy import DTYPE_CONSTANTS
 
 from mplint.facts.float16_numbers import is_number
@@ -916,7 +917,7 @@ class Float16Code:
         names = self.facts.names
         if project is None or names is None:
             return None
-        raw = names.raw(call.func)
+        raw = names.raw(call.func) or method_of_known_receiver(self.facts, call.func)
         return project.resolve(raw) if raw is not None else None
 
     # -- being dtype-aware already --------------------------------------------------------------

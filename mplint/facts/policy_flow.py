@@ -36,6 +36,7 @@ import libcst as cst
 from mplint.analysis.calls import arg_value, has_star_args
 from mplint.analysis.guards import name_tests
 from mplint.analysis.values import call_position
+from mplint.facts.receivers import method_of_known_receiver
 from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlow, deciding_guard, solve, substitute
 
 if TYPE_CHECKING:
@@ -278,9 +279,10 @@ class PolicyFlow:
             events.sort(key=lambda e: self.index.position_in_order(e.node))
 
     def _project_callee(self, call: cst.Call) -> str | None:
-        """The absolute name of the project function or class a call runs, if any."""
+        """The absolute name of the project function, class or method a call runs, if any
+        (a method where its receiver's class is known: `mplint.facts.receivers`)."""
         assert self.project is not None
-        raw = self.facts.names.raw(call.func)
+        raw = self.facts.names.raw(call.func) or method_of_known_receiver(self.facts, call.func)
         return self.project.resolve(raw) if raw is not None else None
 
     def _add(self, event: _Event) -> None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from mplint.facts.module import ModuleFacts
 
-SUMMARY_VERSION = 5  # 5: calls say whether the module consumes the model a call returns (final)
+SUMMARY_VERSION = 6  # 6: calls of methods of known receivers (`Builder(...).build()`); 5: calls say whether the module consumes the model a call returns (final)
 _LITERALS = (int, float, str, bool, type(None))
 
 

@@ -44,6 +44,7 @@ code last committed to in July 2020 ran on TF 2.2 at most.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from dataclasses import dataclass, replace
@@ -657,10 +658,20 @@ def _images_of(path: str) -> list[tuple[str | None, tuple[int, int] | None]]:
     return found
 
 
+def read_declaration(path: str, limit: int = -1) -> str:
+    """A file a project declares its versions in (requirements, Dockerfile, README,
+    setup.py), as text: UTF-8, or UTF-16 / UTF-8 with a byte-order mark (Windows editors
+    and `pip freeze > requirements.txt` in PowerShell write UTF-16)."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
+
+
 def _dockerfile_text(path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(65536)
+        return read_declaration(path, 65536)
     except OSError:
         return None
 
@@ -866,8 +877,7 @@ def readme_target(folder: str) -> Target | None:
         if not run_record.isfile(path):
             continue
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(200_000)
+            text = read_declaration(path, 200_000)
         except OSError:
             return None
         versions: list[tuple[int, int]] = []
@@ -1094,11 +1104,10 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
         candidates += [os.path.join(req_dir, n) for n in sorted(os.listdir(req_dir)) if n.endswith(".txt")]
     for path in candidates:
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    line = line.split("#", 1)[0].strip()
-                    if line and not line.startswith("-"):
-                        found.append((line, os.path.basename(path)))
+            for line in read_declaration(path).splitlines():
+                line = line.split("#", 1)[0].strip()
+                if line and not line.startswith("-"):
+                    found.append((line, os.path.basename(path)))
         except OSError:
             continue
     pyproject = os.path.join(root, "pyproject.toml")
@@ -1137,8 +1146,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
     setup_py = os.path.join(root, "setup.py")
     if run_record.isfile(setup_py):
         try:
-            with open(setup_py, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
+            text = read_declaration(setup_py)
             for match in re.finditer(r"""['"]((?:tensorflow|tf-nightly|tf[-_]keras|keras|tf[-_]models[-_]official)[\w-]*\s*[<>=!~][^'"]*)['"]""", text):
                 found.append((match.group(1), "setup.py"))
         except OSError:

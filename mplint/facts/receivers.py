@@ -1,0 +1,58 @@
+"""The class a method call's receiver is an instance of, where the code says so.
+
+    ModelBuilder(image_size=512).build_model()     # a construction, then its method
+    self.actor.compute_prob(state)                 # `self.actor = Actor(args)` in __init__
+
+`names.raw` names only dotted paths (`module.function`); a method of an object needs its
+receiver's class. Two receivers are known: a construction written in place, and an
+attribute of `self` that the class binds once, in `__init__`, to a construction. The
+answer is the method as imported (`models.model_builder.ModelBuilder.build_model`), for
+the project index to resolve; None for any other receiver.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from mplint.facts.module import ModuleFacts
+
+
+def method_of_known_receiver(facts: "ModuleFacts", func: cst.BaseExpression) -> str | None:
+    if not isinstance(func, cst.Attribute) or facts.names is None:
+        return None
+    receiver = func.value
+    if isinstance(receiver, cst.Call):
+        constructor = facts.names.raw(receiver.func)
+    elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
+            and receiver.value.value == "self":
+        constructor = _constructed_attribute(facts, receiver)
+    else:
+        return None
+    return f"{constructor}.{func.attr.value}" if constructor is not None else None
+
+
+def _constructed_attribute(facts: "ModuleFacts", attribute: cst.Attribute) -> str | None:
+    """The imported class that `__init__` binds `self.<name>` to, where it is bound once."""
+    index = facts.index
+    classdef = index.enclosing(attribute, cst.ClassDef)
+    if classdef is None:
+        return None
+    name = attribute.attr.value
+    stores = [a for a in index.descendants(classdef) if isinstance(a, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+              and any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self"
+                      and t.attr.value == name for t in _targets(a))]
+    if len(stores) != 1 or not isinstance(stores[0], cst.Assign) or not isinstance(stores[0].value, cst.Call):
+        return None
+    init = index.enclosing(stores[0], cst.FunctionDef)
+    if init is None or init.name.value != "__init__" or index.enclosing(init, cst.ClassDef) is not classdef:
+        return None
+    return facts.names.raw(stores[0].value.func)
+
+
+def _targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
+    if isinstance(statement, cst.Assign):
+        return [t.target for t in statement.targets]
+    return [statement.target]  # type: ignore[attr-defined]
