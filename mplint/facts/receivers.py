@@ -12,15 +12,15 @@ the project index to resolve; None for any other receiver.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import libcst as cst
 
-if TYPE_CHECKING:
-    from mplint.facts.module import ModuleFacts
+# The facts of a module (mplint.facts.module), named, not imported (module -> policy -> this).
+ModuleFacts = Any
 
 
-def method_of_known_receiver(facts: "ModuleFacts", func: cst.BaseExpression) -> str | None:
+def method_of_known_receiver(facts: ModuleFacts, func: cst.BaseExpression) -> str | None:
     if not isinstance(func, cst.Attribute) or facts.names is None:
         return None
     receiver = func.value
@@ -34,7 +34,7 @@ def method_of_known_receiver(facts: "ModuleFacts", func: cst.BaseExpression) -> 
     return f"{constructor}.{func.attr.value}" if constructor is not None else None
 
 
-def _constructed_attribute(facts: "ModuleFacts", attribute: cst.Attribute) -> str | None:
+def _constructed_attribute(facts: ModuleFacts, attribute: cst.Attribute) -> str | None:
     """The imported class that `__init__` binds `self.<name>` to, where it is bound once."""
     index = facts.index
     classdef = index.enclosing(attribute, cst.ClassDef)
