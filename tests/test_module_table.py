@@ -82,8 +82,8 @@ def test_module_level_flags_of_tensorflows_version(source, truths):
 
 
 @pytest.mark.parametrize("source, argument, truths", [
-    ('import tensorflow as tf\ndef minor_at_least(m):\n    parts = tf.__version__.split(".")\n'
-     '    return int(parts[1]) >= m\n', 6, [False, False, True, True, True]),
+    (('import tensorflow as tf\ndef minor_at_least(m):\n    parts = tf.__version__.split(".")\n'
+      '    return int(parts[1]) >= m\n'), 6, [False, False, True, True, True]),
     ('import tensorflow as tf\ndef older_than(v):\n    """Docstring."""\n    return LooseVersion(tf.__version__) < LooseVersion(v)\n',
      "2.4", [True, False, False, False, False]),
     # not kept: a loop, a default, no TensorFlow version read
@@ -93,14 +93,17 @@ def test_module_level_flags_of_tensorflows_version(source, truths):
 ])
 def test_functions_that_check_tensorflows_version_are_kept_and_evaluated_per_call(source, argument, truths):
     from mplint.project.module_table import build_table
-    from mplint.project.version_flags import EVALUATED_VERSIONS, evaluate_version_function
+    from mplint.project.version_flags import (
+        EVALUATED_VERSIONS,
+        evaluate_version_function,
+    )
 
     table = build_table(source)
     functions = table["version_functions"]
     if truths is None:
         assert functions == {}
         return
-    ((name, function),) = functions.items()
+    ((_, function),) = functions.items()
     found = [evaluate_version_function(function, [argument], v, table["imports"]) for v in EVALUATED_VERSIONS]
     assert found == truths
     assert evaluate_version_function(function, [], EVALUATED_VERSIONS[0], table["imports"]) is None  # arity

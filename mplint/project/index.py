@@ -1180,30 +1180,32 @@ class ProjectIndex:
         value, row = table["constants"][rest]
         return ExternalValue(value, self._where(module, row), f"constant {rest}", rest.rsplit(".", 1)[-1])
 
-    def version_flag(self, name: str) -> dict[str, bool] | None:
-        """A project module's flag of TensorFlow's version (`compat.IS_PREV_TF_2_4_0`):
-        its truth at each version `version_flags.EVALUATED_VERSIONS` names; else None."""
+    def _table_entry(self, name: str, field: str) -> tuple[Any, dict] | None:
+        """(the entry a project module's table keeps for `name` under `field`, that
+        table) for a dotted name (`compat.IS_PREV_TF_2_4_0`); None where it keeps none."""
         located = self.locate(name)
         if located is None:
             return None
         module, rest = located
         table = self.table(module)
-        found = table.get("version_flags", {}).get(rest) if table is not None else None
-        return found[0] if found is not None else None
+        found = table.get(field, {}).get(rest) if table is not None else None
+        return (found, table) if found is not None else None
+
+    def version_flag(self, name: str) -> dict[str, bool] | None:
+        """A project module's flag of TensorFlow's version (`compat.IS_PREV_TF_2_4_0`):
+        its truth at each version `version_flags.EVALUATED_VERSIONS` names; else None."""
+        entry = self._table_entry(name, "version_flags")
+        return entry[0][0] if entry is not None else None
 
     def version_call(self, name: str, arguments: list[object], version: str) -> bool | None:
         """The truth at `version` of a call, with these argument values, of a project
         function that checks TensorFlow's version from its arguments
         (`utils.tf_minor_version_geq(6)`, see `version_flags.version_function`); None for
         any other call."""
-        located = self.locate(name)
-        if located is None:
+        entry = self._table_entry(name, "version_functions")
+        if entry is None:
             return None
-        module, rest = located
-        table = self.table(module)
-        function = table.get("version_functions", {}).get(rest) if table is not None else None
-        if function is None:
-            return None
+        function, table = entry
         return evaluate_version_function(function, arguments, version, table["imports"])
 
     def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
