@@ -23,6 +23,7 @@ from mplint.catalogue.rule import Replace, Rule
 from mplint.facts.float16_numbers import SAFE_EPSILON_TEXT, overflows, rounds_to_zero, spell
 from mplint.facts.float16_code import ARITHMETIC, AUG_ARITHMETIC, LAYER, Constant, Float16Code
 from mplint.facts.input_pipeline import InputPipeline, float16_dtype_fix
+from mplint.facts.scaled_fill import scaled_after_fill
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
@@ -327,7 +328,10 @@ class Float16OverflowConstant(Rule):
     code that imports TensorFlow only for its TensorFlow backend branch also runs on JAX
     and torch, where `x.dtype.min` raises: no fix there, and the message names a value
     float16 can hold instead. Positive constants
-    become `x.dtype.max`, negative ones `x.dtype.min`. A constant that scales values
+    become `x.dtype.max`, negative ones `x.dtype.min`. No fix where the filled tensor is
+    divided later by anything but a constant of at least 1 (`weights / temperature`, here
+    or in the caller that unpacks it): a dtype limit has no headroom and overflows to -inf
+    in float32 too, so a fully masked row becomes NaN. A constant that scales values
     (`x * 1e6`, `x / 1e6`) or comes from a parameter default or a flag is reported
     without a fix: compute that part in float32.
     """
@@ -456,7 +460,11 @@ class Float16OverflowConstant(Rule):
                   "`inf * 0` or a softmax over -inf)")
         fix = None
         on_tensorflow = code.runs_on_tensorflow()
-        if tensor is not None and constant.fixed_in_code and on_tensorflow:
+        scaled = scaled_after_fill(self.facts, constant.node) if tensor is not None else None
+        if scaled is not None:  # a dtype limit has no headroom for `x / temperature`
+            message += "compute it in float32 (the filled tensor is scaled later)"
+            detail += f"; `{scaled}` scales the filled tensor, where a dtype limit (`x.dtype.min`) overflows too"
+        elif tensor is not None and constant.fixed_in_code and on_tensorflow:
             spelled = f"{tensor.value}.dtype.{limit}"
             message += f"use the dtype-aware `{spelled}`"
             replacement = cst.Attribute(

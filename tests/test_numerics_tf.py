@@ -296,3 +296,26 @@ def test_which_call_arguments_keras_casts_to_the_compute_dtype(keras, cast) -> N
         Attention()(tf.ones((2, 2)), tf.ones((2, 2)), bias=tf.ones((2,)))
     ''', keras=keras)
     assert seen[-1] == cast
+
+
+def test_a_dtype_limit_fill_scaled_by_a_temperature_is_nan_where_the_constant_was_finite():
+    """Why MP501 offers no `x.dtype.min` fix where the filled tensor is divided later
+    (fixtures/MP501/fill_scaled_after_a_helper.py): in float32, a fully masked row divided
+    by a 0.01 temperature stays finite with the written -100000 and becomes NaN with the
+    dtype limit the fix would write."""
+    path = _fixture_path("MP501/fill_scaled_after_a_helper", False)
+    (seen,) = run_tf(f'''
+import numpy as np
+import tensorflow as tf
+source = open({path!r}, encoding="utf-8").read()
+finite = {{}}
+for label, text in (("written", source), ("limit", source.replace("* _NEGATIVE_PADDING", "* weights.dtype.min"))):
+    namespace = {{"__name__": "fixture_" + label}}
+    exec(compile(text, {path!r}, "exec"), namespace)
+    q = np.random.RandomState(3).randn(1, 2, 4).astype("float32")
+    valid = np.array([[False, False]])  # every key masked: the row keeps only the fill
+    out = namespace["ContextAttention"](temperature=0.01)(q, q, valid)
+    finite[label] = bool(np.isfinite(out.numpy()).all())
+emit(finite)
+''', keras=3)
+    assert seen == {"written": True, "limit": False}
