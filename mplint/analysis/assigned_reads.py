@@ -21,7 +21,20 @@ def reads_of_assigned(index: ModuleIndex, value: cst.CSTNode) -> list[cst.Name] 
     if not (isinstance(assign, cst.Assign) and assign.value is value and len(assign.targets) == 1
             and isinstance(assign.targets[0].target, cst.Name)):
         return None
-    name = assign.targets[0].target.value
-    scope = index.scope_of(assign)
+    return reads_after(index, assign, assign.targets[0].target.value)
+
+
+def reads_after(index: ModuleIndex, binding: cst.CSTNode, name: str) -> list[cst.Name]:
+    """The reads of `name` in the scope of `binding` (a statement that binds it) after it."""
+    scope = index.scope_of(binding)
     return [n for n in index.nodes(cst.Name) if n.value == name and index.scope_of(n) is scope
-            and index.before(assign, n) and not index.contains(assign, n)]
+            and index.before(binding, n) and not index.contains(binding, n)]
+
+
+def assignment_targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What an `=`, `+=` or annotated assignment binds (each target of `a = b = x`)."""
+    if isinstance(statement, cst.Assign):
+        return [t.target for t in statement.targets]
+    if isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
+        return [statement.target]
+    return []

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from mplint.analysis.calls import arg_value, get_arg, string_value
+from mplint.analysis.index import ModuleIndex
 from mplint.core.diagnostics import ROLE, Premise, Status
 from mplint.facts.training_calls import TRAINING_METHODS
 
@@ -136,11 +137,8 @@ def run_only_forward(facts: "ModuleFacts", call: cst.Call) -> str | None:
             if use.value != name or use is parent.targets[0].target or index.scope_of(use) is not scope:
                 continue
             holder = index.parent_of(use)
-            while isinstance(holder, (cst.Element, cst.Tuple)):
-                holder = index.parent_of(holder)
-            if isinstance(holder, cst.Del):
+            if _deleted(index, holder):
                 continue  # `del layer`
-            holder = index.parent_of(use)
             if isinstance(holder, cst.Call) and holder.func is use:
                 applied.append(holder)
             elif isinstance(holder, cst.Attribute) and holder.value is use:
@@ -154,6 +152,13 @@ def run_only_forward(facts: "ModuleFacts", call: cst.Call) -> str | None:
     if not applied or not all(a.args and _is_data(facts, a.args[0].value) for a in applied):
         return None
     return f"it only runs forward in `{function.name.value}()`, which trains nothing"
+
+
+def _deleted(index: ModuleIndex, holder: cst.CSTNode | None) -> bool:
+    """Whether a name read under `holder` is deleted (`del layer`, `del out, layer`)."""
+    while isinstance(holder, (cst.Element, cst.Tuple)):
+        holder = index.parent_of(holder)
+    return isinstance(holder, cst.Del)
 
 
 def _is_data(facts: "ModuleFacts", expr: cst.BaseExpression, depth: int = 0) -> bool:

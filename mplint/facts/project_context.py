@@ -8,7 +8,7 @@ known". `mplint.project.index` implements it from the summaries of the other mod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from mplint.facts.entries import External
 from mplint.facts.target import Target
@@ -73,10 +73,10 @@ class ProjectContext(Protocol):
         """A project flag of TensorFlow's version (`compat.IS_PREV_TF_2_4_0`): its truth
         at each TensorFlow version checks are evaluated at; None otherwise."""
 
-    def version_call(self, name: str, arguments: list[object], version: str) -> bool | None:
-        """The truth at `version` of a call of a project function that checks
-        TensorFlow's version from its arguments (`utils.tf_minor_version_geq(6)`), with
-        these argument values; None for any other call."""
+    def version_check(self, name: str) -> Callable[[list[object], str], bool | None] | None:
+        """For a project function that checks TensorFlow's version from its arguments
+        (`utils.tf_minor_version_geq`): the truth of a call of it, given the argument
+        values and the version; None for any other name."""
 
     def flag_default(self, name: str) -> ExternalValue | None:
         """The default of an absl flag defined in another module of the project."""

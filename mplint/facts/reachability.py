@@ -21,6 +21,7 @@ from typing import Any
 
 import libcst as cst
 
+from mplint.analysis.assigned_reads import assignment_targets
 from mplint.analysis.calls import is_super_init
 from mplint.analysis.guards import branches_to_module
 from mplint.facts.policy_flow import constant_truth
@@ -91,9 +92,9 @@ def _attribute_truth(facts: ModuleFacts, test: cst.Attribute) -> tuple[bool, str
         return None
     name = test.attr.value
     stores = [n for kind in (cst.Assign, cst.AugAssign, cst.AnnAssign) for n in index.nodes(kind)
-              if any(_is_attribute(t, name) for t in _targets(n))]
+              if any(_is_attribute(t, name) for t in assignment_targets(n))]
     if len(stores) != 1 or not isinstance(stores[0], cst.Assign) or not isinstance(stores[0].value, cst.Name) \
-            or not all(_is_self_attribute(t, name) for t in _targets(stores[0])):
+            or not all(_is_self_attribute(t, name) for t in assignment_targets(stores[0])):
         return None  # set more than once, or from outside the class
     init = index.enclosing(stores[0], cst.FunctionDef)
     if init is None or init.name.value != "__init__" or index.enclosing(init, cst.ClassDef) is not classdef:
@@ -186,14 +187,6 @@ def _literal_truth(facts: ModuleFacts, argument: cst.BaseExpression) -> bool | N
     if value is None or not value.written_in_code or not isinstance(value.value, (bool, int, type(None))):
         return None
     return bool(value.value)
-
-
-def _targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
-    if isinstance(statement, cst.Assign):
-        return [t.target for t in statement.targets]
-    if isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
-        return [statement.target]
-    return []
 
 
 def _is_attribute(target: cst.BaseExpression, name: str) -> bool:

@@ -16,6 +16,8 @@ from typing import Any
 
 import libcst as cst
 
+from mplint.analysis.assigned_reads import assignment_targets
+
 # The facts of a module (mplint.facts.module), named, not imported (module -> policy -> this).
 ModuleFacts = Any
 
@@ -43,7 +45,7 @@ def _constructed_attribute(facts: ModuleFacts, attribute: cst.Attribute) -> str 
     name = attribute.attr.value
     stores = [a for a in index.descendants(classdef) if isinstance(a, (cst.Assign, cst.AugAssign, cst.AnnAssign))
               and any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self"
-                      and t.attr.value == name for t in _targets(a))]
+                      and t.attr.value == name for t in assignment_targets(a))]
     if len(stores) != 1 or not isinstance(stores[0], cst.Assign) or not isinstance(stores[0].value, cst.Call):
         return None
     init = index.enclosing(stores[0], cst.FunctionDef)
@@ -51,8 +53,3 @@ def _constructed_attribute(facts: ModuleFacts, attribute: cst.Attribute) -> str 
         return None
     return facts.names.raw(stores[0].value.func)
 
-
-def _targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
-    if isinstance(statement, cst.Assign):
-        return [t.target for t in statement.targets]
-    return [statement.target]  # type: ignore[attr-defined]

@@ -21,6 +21,8 @@ from typing import Any
 
 import libcst as cst
 
+from mplint.analysis.assigned_reads import reads_after
+
 # The facts of a module (mplint.facts.module), named, not imported.
 ModuleFacts = Any
 
@@ -39,13 +41,8 @@ def scaled_after_fill(facts: ModuleFacts, fill: cst.CSTNode) -> str | None:
 
 
 def _scaled_reads(facts: ModuleFacts, binding: cst.CSTNode, name: str, depth: int) -> str | None:
-    index = facts.index
-    scope = index.scope_of(binding)
-    for read in index.nodes(cst.Name):
-        if read.value != name or index.scope_of(read) is not scope or not index.before(binding, read) \
-                or index.contains(binding, read):
-            continue
-        parent = index.parent_of(read)
+    for read in reads_after(facts.index, binding, name):
+        parent = facts.index.parent_of(read)
         if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Divide) and parent.left is read:
             divisor = facts.values.resolve(parent.right)
             if divisor is None or not isinstance(divisor.value, (int, float)) or divisor.value < 1:

@@ -215,10 +215,11 @@ def _evaluate(facts: ModuleFacts, expr: cst.BaseExpression, version: str, depth:
 
 def _call(facts: ModuleFacts, call: cst.Call, version: str, depth: int) -> object:
     qualified = facts.qualified(call.func)
-    if qualified and facts.project is not None and not any(a.keyword is not None or a.star for a in call.args):
+    check = facts.project.version_check(qualified) if qualified and facts.project is not None else None
+    if check is not None and not any(a.keyword is not None or a.star for a in call.args):
         arguments = [_evaluate(facts, a.value, version, depth + 1) for a in call.args]
         if _UNKNOWN not in arguments:  # `tf_minor_version_geq(6)`, a project helper (mplint.project.version_flags)
-            truth = facts.project.version_call(qualified, arguments, version)
+            truth = check(arguments, version)
             if truth is not None:
                 return truth
     if qualified in _VERSION_PARSERS or (isinstance(call.func, cst.Name) and call.func.value in ("LooseVersion", "parse_version")):

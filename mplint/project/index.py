@@ -26,6 +26,7 @@ unreadable folders are noted (`notes`).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -1197,16 +1198,16 @@ class ProjectIndex:
         entry = self._table_entry(name, "version_flags")
         return entry[0][0] if entry is not None else None
 
-    def version_call(self, name: str, arguments: list[object], version: str) -> bool | None:
-        """The truth at `version` of a call, with these argument values, of a project
-        function that checks TensorFlow's version from its arguments
-        (`utils.tf_minor_version_geq(6)`, see `version_flags.version_function`); None for
-        any other call."""
+    def version_check(self, name: str) -> Callable[[list[object], str], bool | None] | None:
+        """For a project function that checks TensorFlow's version from its arguments
+        (`utils.tf_minor_version_geq`, see `version_flags.version_function`): the truth of
+        a call of it with given argument values at a given version (None where it does
+        not evaluate to one). None for any other name."""
         entry = self._table_entry(name, "version_functions")
         if entry is None:
             return None
         function, table = entry
-        return evaluate_version_function(function, arguments, version, table["imports"])
+        return functools.partial(evaluate_version_function, function, imports=table["imports"])
 
     def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
         """For a project function whose every return casts to float32/float64: (its
@@ -1483,8 +1484,8 @@ class ModuleContext:
     def version_flag(self, name: str) -> dict[str, bool] | None:
         return self.index.version_flag(name)
 
-    def version_call(self, name: str, arguments: list[object], version: str) -> bool | None:
-        return self.index.version_call(name, arguments, version)
+    def version_check(self, name: str) -> Callable[[list[object], str], bool | None] | None:
+        return self.index.version_check(name)
 
     def used_elsewhere(self, name: str) -> bool:
         return bool(self.index.callers_of(self.module, name))

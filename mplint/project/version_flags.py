@@ -33,6 +33,7 @@ its arguments' values (`evaluate_version_function`).
 from __future__ import annotations
 
 import ast
+import copy
 
 from mplint.core.versions import TENSORFLOW2_VERSIONS, compare_versions, version_tuple
 
@@ -83,10 +84,11 @@ def version_function(function: ast.FunctionDef, imports: dict[str, str]) -> list
 
 
 def _written_in(node: ast.expr, local: dict[str, ast.expr]) -> ast.expr:
+    """A copy of `node` with the local names it reads replaced by their values."""
     class _Substitute(ast.NodeTransformer):
         def visit_Name(self, name: ast.Name) -> ast.AST:
             return local.get(name.id, name) if isinstance(name.ctx, ast.Load) else name
-    return _Substitute().visit(ast.parse(ast.unparse(node), mode="eval").body)
+    return _Substitute().visit(copy.deepcopy(node))
 
 
 def evaluate_version_function(function: list, arguments: list[object], version: str,
