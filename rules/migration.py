@@ -291,8 +291,10 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
     it says TensorFlow 2.4-2.8 (`tensorflow==2.7.0`, a `tensorflow/tensorflow:2.4.1`
     image), the experimental API is deprecated there, not removed: an info, with the fix
     (the stable API exists there too). Where nothing in the project names its TensorFlow,
-    its git history does: a repository last committed to in July 2020 ran on TF 2.2 or 2.3
-    (the newest TensorFlow released by then), one last committed to in 2021 on TF 2.4-2.7.
+    its git history does: a repository last committed to in July 2020 ran on TF 2.3 or
+    older (the newest TensorFlow released by then), one last committed to in 2021 on TF
+    2.7 or older. The date bounds the TensorFlow from above only, so the info names it as
+    a bound, and its fix (which writes the stable API of TF 2.4) is unsafe there.
     To migrate such a project to the TensorFlow you run now, set `target` in
     `[tool.mplint]` (or commit to it: a project maintained today runs today's TensorFlow).
 
@@ -322,9 +324,11 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         if target.before_stable_api:
             # the evidence of the old TensorFlow is the keras-target premise's (`-v`, JSON)
             return f"is the only mixed-precision API of this project's TensorFlow (< 2.4), removed in TF 2.9 ({error})"
+        if target.runs_before((2, 9)) and target.dated is not None:
+            # the date bounds the TensorFlow from above: it may predate 2.4 (the only API there)
+            return f"is removed in TF 2.9 ({error}, tf-keras included), but {target.tensorflow_named} still has it"
         if target.runs_before((2, 9)) and target.newest_tensorflow is not None:
-            major, minor = target.newest_tensorflow
-            return f"is deprecated in this project's TensorFlow {major}.{minor} and removed in TF 2.9 ({error}, tf-keras included)"
+            return f"is deprecated in {target.tensorflow_named} and removed in TF 2.9 ({error}, tf-keras included)"
         if self.keras2:
             return f"was removed in TF 2.9 ({error}, tf-keras included)"
         return f"was removed (TF 2.21: {error})"
@@ -341,11 +345,15 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         elif target.runs_before((2, 9)) and target.newest_tensorflow is not None:
             # Deprecated, not removed, where it runs: the stable API the fix writes is there too.
             if "this project's TensorFlow" not in message:
-                major, minor = target.newest_tensorflow
                 head, rest = message_and_notes(message, limit=0)
-                message = "; ".join(p for p in (f"{head} (this project's TensorFlow {major}.{minor} still has it, deprecated)",
-                                                rest) if p)
+                still = "still has it" if target.dated is not None else "still has it, deprecated"
+                message = "; ".join(p for p in (f"{head} ({target.tensorflow_named} {still})", rest) if p)
             severity = Severity.INFO
+            if target.dated is not None and fix is not None:
+                # Only the date bounds it: the code may run on a TensorFlow before 2.4, which
+                # has no stable API for the fix to write (unsafe, as the target is inferred).
+                detail = "; ".join(p for p in (detail, "the fix writes the stable API, which needs TF 2.4: only the "
+                                               "repository's last commit bounds this project's TensorFlow") if p)
             detail = "; ".join(p for p in (detail, _dated_note(target)) if p)
         super().report(node, message, fix=fix, severity=severity, premises=premises, detail=detail)
 
@@ -794,8 +802,7 @@ def _keras_rewrite_message(spelled: str, compat: bool, family: str | None, targe
     is; where the project says it runs an older TensorFlow that still takes the call,
     what changes when it moves on."""
     keras2 = target.is_keras2
-    newest = target.newest_tensorflow
-    here = f"this project's TensorFlow {newest[0]}.{newest[1]}" if newest is not None else ""
+    here = target.tensorflow_named
     if not compat:
         if keras2 and target.runs_before((2, 6)):
             return (f"{spelled} is deprecated since TF 2.4 ({here} still has it); TF 2.6 removed it from the TF 2 API "

@@ -443,6 +443,8 @@ class UnitsNotMultiple(_TensorCoreRule):
 
     code = MP301
     name = "units-not-multiple"
+    precision = "medium"
+    precision_evidence = "0 of its 7 judged findings in the fresh audits were true (7 false, 8 debatable)"
 
 
 class FiltersNotMultiple(_TensorCoreRule):
@@ -482,6 +484,8 @@ class FiltersNotMultiple(_TensorCoreRule):
 
     code = MP302
     name = "filters-not-multiple"
+    precision = "medium"
+    precision_evidence = "0 of its 2 judged findings in the fresh audits were true (2 false, 9 debatable)"
 
 
 class BatchSizeNotMultiple(_TensorCoreRule):
@@ -529,6 +533,8 @@ class BatchSizeNotMultiple(_TensorCoreRule):
 
     code = MP303
     name = "batch-size-not-multiple"
+    precision = "medium"
+    precision_evidence = "0 of its 7 judged findings in the fresh audits were true (7 false, 0 debatable)"
 
 
 class EmbeddingSizeNotMultiple(_TensorCoreRule):
@@ -584,4 +590,4 @@ class EmbeddingSizeNotMultiple(_TensorCoreRule):
     name = "embedding-size-not-multiple"
     premises = ("policy", "role")  # role: an input_dim's vocabulary is a matmul's width
     precision = "medium"
-    precision_evidence = "none of its 7 independently labelled audit findings was true (6 false, 1 debatable)"
+    precision_evidence = "0 of its 4 judged findings in the fresh audits were true (4 false, 2 debatable)"

@@ -9,11 +9,12 @@ import pytest
 
 from tests.conftest import write
 
+# MP103, an extended-tier rule: _json passes --extended to report it.
 FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 
 
 def _json(cli, cwd, *args):
-    result = cli(["--no-cache", "--output-format", "json", *args], cwd=cwd)
+    result = cli(["--no-cache", "--extended", "--output-format", "json", *args], cwd=cwd)
     return result, json.loads(result.stdout)
 
 

@@ -14,6 +14,13 @@ from tests.conftest import write
 FLOAT16 = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 
 
+@pytest.fixture(autouse=True)
+def _extended_tier(tmp_path):
+    """The sample's MP103 is a medium-precision rule (bench/rule_precision.py): these
+    tests see it in the extended tier."""
+    write(tmp_path / "mplint.toml", "extended = true\n")
+
+
 def _count_engine_runs(monkeypatch):
     calls = []
     real = runner.process

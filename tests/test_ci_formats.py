@@ -31,7 +31,8 @@ ANNOTATION = re.compile(
 
 
 def mplint(*args: str):
-    return CliRunner().invoke(main, ["check", "--no-cache", *args], catch_exceptions=False)
+    # --extended: the sample findings are MP103's, an extended-tier rule.
+    return CliRunner().invoke(main, ["check", "--no-cache", "--extended", *args], catch_exceptions=False)
 
 
 @pytest.fixture(autouse=True)
@@ -65,9 +66,10 @@ def test_github_annotations_format(tmp_path):
         "::error file=broken.py,line=4,col=1,endLine=4,endColumn=1,title=MP000::MP000 "
         "SyntaxError: expected an indented block after 'if' statement on line 3",
         "::warning file=model.py,line=3,col=1,endLine=3,endColumn=54,title=MP103::MP103 global policy 'float16' "
-        "keeps the variables in float16; use 'mixed_float16' (float32 variables, float16 compute)",
+        "keeps the variables in float16; use 'mixed_float16' (float32 variables, float16 compute) (extended suite)",
         "::warning file=model.py,line=4,col=9,endLine=4,endColumn=52,title=MP103::MP103 layer dtype 'bfloat16' "
-        "keeps the variables in bfloat16; use 'mixed_bfloat16' (float32 variables, bfloat16 compute)",
+        "keeps the variables in bfloat16; use 'mixed_bfloat16' (float32 variables, bfloat16 compute) "
+        "(extended suite)",
     ]
     for line in lines:
         match = ANNOTATION.match(line)

@@ -10,6 +10,7 @@ import pytest
 from mplint import __version__
 from tests.conftest import write
 
+# MP103 (an extended-tier rule, unsafe fix): the tests pass --extended to report it.
 FLOAT16_POLICY = 'import tensorflow as tf\n\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
 TEST_HEADER = "# mixed_float16\n"
 
@@ -27,25 +28,25 @@ def test_version(cli):
 
 
 def test_check_is_the_default_command(cli, project):
-    explicit = cli(["check", "--no-cache", "pkg"], cwd=project)
-    implicit = cli(["--no-cache", "pkg"], cwd=project)
+    explicit = cli(["check", "--no-cache", "--extended", "pkg"], cwd=project)
+    implicit = cli(["--no-cache", "--extended", "pkg"], cwd=project)
     assert explicit.exit_code == implicit.exit_code == 1
     assert explicit.stdout == implicit.stdout
     assert "pkg/model.py:3:1: MP103 " in implicit.stdout
 
 
 def test_no_paths_means_current_directory(cli, project):
-    result = cli(["--no-cache"], cwd=project / "pkg")
+    result = cli(["--no-cache", "--extended"], cwd=project / "pkg")
     assert result.exit_code == 1
     assert result.stdout.startswith("model.py:3:1: MP103")
 
 
 def test_text_output_summary_and_fix_marker(cli, project):
-    result = cli(["--no-cache", "pkg"], cwd=project)
+    result = cli(["--no-cache", "--extended", "pkg"], cwd=project)
     assert "Found 1 finding." in result.stdout
     assert "1 hidden fix can be enabled with the `--unsafe-fixes` option" in result.stdout
     # --unsafe-fixes alone shows the fix as available ([*]) without applying it.
-    shown = cli(["--no-cache", "--unsafe-fixes", "pkg"], cwd=project)
+    shown = cli(["--no-cache", "--extended", "--unsafe-fixes", "pkg"], cwd=project)
     assert "MP103 [*] " in shown.stdout
     assert (project / "pkg" / "model.py").read_text() == FLOAT16_POLICY
 
@@ -58,7 +59,7 @@ def test_clean_tree_exits_zero(cli, tmp_path):
 
 
 def test_json_output_is_exactly_the_documented_array(cli, project):
-    result = cli(["--no-cache", "--output-format", "json", "pkg"], cwd=project)
+    result = cli(["--no-cache", "--extended", "--output-format", "json", "pkg"], cwd=project)
     data = json.loads(result.stdout)
     assert isinstance(data, list) and len(data) == 1
     item = data[0]
@@ -70,6 +71,7 @@ def test_json_output_is_exactly_the_documented_array(cli, project):
     assert item["location"] == {"row": 3, "column": 1}
     assert item["end_location"] == {"row": 3, "column": 54}
     assert item["cell"] is None
+    assert item["tier"] == "extended" and item["message"].endswith("(extended suite)")
     fix = item["fix"]
     assert set(fix) == {"applicability", "message", "edits"} and fix["applicability"] == "unsafe"
     (edit,) = fix["edits"]
@@ -138,7 +140,7 @@ def test_unknown_code_in_select_is_a_usage_error(cli, tmp_path):
 
 
 def test_exit_zero(cli, project):
-    result = cli(["--no-cache", "--exit-zero", "pkg"], cwd=project)
+    result = cli(["--no-cache", "--extended", "--exit-zero", "pkg"], cwd=project)
     assert result.exit_code == 0 and "MP103" in result.stdout
 
 
@@ -148,19 +150,19 @@ def test_exit_zero_does_not_hide_errors(cli, project):
 
 
 def test_missing_path_exits_2_and_checks_the_rest(cli, project):
-    result = cli(["--no-cache", "missing.py", "pkg"], cwd=project)
+    result = cli(["--no-cache", "--extended", "missing.py", "pkg"], cwd=project)
     assert result.exit_code == 2
     assert "missing.py: no such file or directory" in result.stderr
     assert "MP103" in result.stdout
 
 
 def test_quiet_prints_findings_only(cli, project):
-    result = cli(["--no-cache", "--quiet", "pkg"], cwd=project)
+    result = cli(["--no-cache", "--extended", "--quiet", "pkg"], cwd=project)
     assert result.stdout.count("\n") == 1 and "Found" not in result.stdout
 
 
 def test_github_output(cli, project):
-    result = cli(["--no-cache", "--output-format", "github", "pkg"], cwd=project)
+    result = cli(["--no-cache", "--extended", "--output-format", "github", "pkg"], cwd=project)
     assert result.stdout.startswith("::warning file=pkg/model.py,line=3,col=1,endLine=3,endColumn=54,title=MP103::MP103 ")
 
 
@@ -179,7 +181,8 @@ def test_show_settings(cli, project):
 
 def test_config_option_uses_that_file(cli, project):
     config = write(project / "custom.toml", "ignore = ['MP103']\n")
-    result = cli(["--no-cache", "--config", str(config), "pkg"], cwd=project)
+    # --extended reports MP103 (an extended-tier rule): only the file's ignore keeps it out.
+    result = cli(["--no-cache", "--extended", "--config", str(config), "pkg"], cwd=project)
     assert result.exit_code == 0
 
 
@@ -206,7 +209,7 @@ def test_rule_unknown_code(cli):
 
 
 def test_real_process_exit_codes_and_streams(mplint_process, project):
-    found = mplint_process(["--no-cache", "pkg"], cwd=project)
+    found = mplint_process(["--no-cache", "--extended", "pkg"], cwd=project)
     assert found.exit_code == 1 and "MP103" in found.stdout
     clean = mplint_process(["--no-cache", "pkg/plain.py"], cwd=project)
     assert clean.exit_code == 0 and "All checks passed!" in clean.stdout

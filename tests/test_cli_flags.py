@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import write
 
-# MP103 (unsafe fix) on line 5, MP101 (safe fix) on line 6.
+# MP103 (unsafe fix, extended tier: reported with --extended) on line 5, MP101 (safe fix) on line 6.
 MODEL = (
     "import tensorflow as tf\n"
     "\n"
@@ -37,10 +37,11 @@ def project(tmp_path):
 # -- summaries ------------------------------------------------------------------------------
 
 def test_report_lists_findings_then_the_summary(mplint_exe, project):
-    result = mplint_exe(["check", "-n", "model.py"], cwd=project)
+    result = mplint_exe(["check", "-n", "--extended", "model.py"], cwd=project)
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert lines[0].startswith(MP103) and lines[1].startswith(MP101)
+    assert lines[0].endswith("(extended suite)")
     assert lines[2:] == [
         "",
         "Found 2 findings.",
@@ -77,7 +78,7 @@ def test_clean_file_passes(mplint_exe, tmp_path):
 # -- --diff: implies --fix-only ---------------------------------------------------------------
 
 def test_diff_prints_the_diff_and_exits_1_only_when_there_is_one(mplint_exe, project):
-    result = mplint_exe(["check", "-n", "--diff", "model.py"], cwd=project)
+    result = mplint_exe(["check", "-n", "--extended", "--diff", "model.py"], cwd=project)
     assert result.exit_code == 1
     assert result.stdout.startswith("--- model.py\n+++ model.py\n")
     assert '-    tf.keras.layers.Dense(10, activation="softmax"),\n' in result.stdout
@@ -90,12 +91,12 @@ def test_diff_with_only_unfixable_findings_exits_0(mplint_exe, tmp_path):
     # MP103's fix is unsafe: without --unsafe-fixes there is nothing to diff, and the
     # remaining finding does not change the exit code.
     write(tmp_path / "m.py", 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n')
-    result = mplint_exe(["check", "-n", "--diff", "m.py"], cwd=tmp_path)
+    result = mplint_exe(["check", "-n", "--extended", "--diff", "m.py"], cwd=tmp_path)
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr == "No findings would be fixed (1 fix available with `--unsafe-fixes`).\n"
-    unsafe = mplint_exe(["check", "-n", "--diff", "--unsafe-fixes", "m.py"], cwd=tmp_path)
+    unsafe = mplint_exe(["check", "-n", "--extended", "--diff", "--unsafe-fixes", "m.py"], cwd=tmp_path)
     assert unsafe.exit_code == 1 and '+tf.keras.mixed_precision.set_global_policy("mixed_float16")' in unsafe.stdout
-    zero = mplint_exe(["check", "-n", "--diff", "--unsafe-fixes", "--exit-zero", "m.py"], cwd=tmp_path)
+    zero = mplint_exe(["check", "-n", "--extended", "--diff", "--unsafe-fixes", "--exit-zero", "m.py"], cwd=tmp_path)
     assert zero.exit_code == 0 and zero.stdout == unsafe.stdout
 
 
@@ -107,25 +108,26 @@ def test_diff_with_a_machine_format_prints_only_the_diff(mplint_exe, project):
 # -- --fix, --fix-only, --show-fixes, --exit-non-zero-on-fix -----------------------------------
 
 def test_fix_only_fixes_and_reports_only_what_it_fixed(mplint_exe, project):
-    result = mplint_exe(["check", "-n", "--fix-only", "model.py"], cwd=project)
+    result = mplint_exe(["check", "-n", "--extended", "--fix-only", "model.py"], cwd=project)
     assert result.exit_code == 0  # MP103 remains, but --fix-only does not report it
     assert result.stdout == "Fixed 1 finding (1 additional fix available with `--unsafe-fixes`).\n"
     assert (project / "model.py").read_text() == SAFE_FIXED
-    again = mplint_exe(["check", "-n", "--fix-only", "model.py"], cwd=project)
+    again = mplint_exe(["check", "-n", "--extended", "--fix-only", "model.py"], cwd=project)
     assert again.exit_code == 0 and again.stdout == "No findings fixed (1 fix available with `--unsafe-fixes`).\n"
 
 
 def test_exit_non_zero_on_fix(mplint_exe, project):
-    result = mplint_exe(["check", "-n", "--fix-only", "--unsafe-fixes", "--exit-non-zero-on-fix", "model.py"],
-                        cwd=project)
+    result = mplint_exe(["check", "-n", "--extended", "--fix-only", "--unsafe-fixes", "--exit-non-zero-on-fix",
+                         "model.py"], cwd=project)
     assert result.exit_code == 1 and result.stdout == "Fixed 2 findings.\n"
     assert (project / "model.py").read_text() == ALL_FIXED
-    clean = mplint_exe(["check", "-n", "--fix", "--exit-non-zero-on-fix", "model.py"], cwd=project)
+    clean = mplint_exe(["check", "-n", "--extended", "--fix", "--exit-non-zero-on-fix", "model.py"], cwd=project)
     assert clean.exit_code == 0  # nothing fixed, nothing left
 
 
 def test_show_fixes_lists_the_fixes_per_file_and_rule(mplint_exe, project):
-    result = mplint_exe(["check", "-n", "--fix", "--unsafe-fixes", "--show-fixes", "model.py"], cwd=project)
+    result = mplint_exe(["check", "-n", "--extended", "--fix", "--unsafe-fixes", "--show-fixes", "model.py"],
+                        cwd=project)
     assert result.exit_code == 0
     assert result.stdout == (
         "\n"
@@ -147,20 +149,21 @@ def test_show_fixes_cannot_be_used_with_diff(mplint_exe, project):
 
 def test_statistics_text_and_json(mplint_exe, project):
     write(project / "more.py", MODEL)
-    text = mplint_exe(["check", "-n", "--statistics", "."], cwd=project)
+    text = mplint_exe(["check", "-n", "--extended", "--statistics", "."], cwd=project)
     assert text.exit_code == 1
     assert text.stdout.splitlines()[:2] == [
         "2\tMP101\t[*] float16-model-output",
         "2\tMP103\t[ ] float16-variables",
     ]
     assert "Found 4 findings." in text.stdout and "model.py:" not in text.stdout
-    data = json.loads(mplint_exe(["check", "-n", "--statistics", "--output-format", "json", "."], cwd=project).stdout)
+    data = json.loads(mplint_exe(["check", "-n", "--extended", "--statistics", "--output-format", "json", "."],
+                                 cwd=project).stdout)
     assert data == [
         {"code": "MP101", "name": "float16-model-output", "count": 2, "fixable": True, "fixable_count": 2},
         {"code": "MP103", "name": "float16-variables", "count": 2, "fixable": False, "fixable_count": 0},
     ]
-    unsafe = json.loads(mplint_exe(["check", "-n", "--statistics", "--unsafe-fixes", "--output-format", "json", "."],
-                                   cwd=project).stdout)
+    unsafe = json.loads(mplint_exe(["check", "-n", "--extended", "--statistics", "--unsafe-fixes", "--output-format",
+                                    "json", "."], cwd=project).stdout)
     assert unsafe[1]["fixable"] is True and unsafe[1]["fixable_count"] == 2
 
 
@@ -172,15 +175,15 @@ def test_statistics_refuses_formats_it_cannot_print(mplint_exe, project):
 # -- --output-file, --color ----------------------------------------------------------------------
 
 def test_output_file_gets_the_report_and_stdout_stays_empty(mplint_exe, project):
-    result = mplint_exe(["check", "-n", "--output-format", "json", "-o", "reports/mplint.json", "model.py"],
-                        cwd=project)
+    result = mplint_exe(["check", "-n", "--extended", "--output-format", "json", "-o", "reports/mplint.json",
+                         "model.py"], cwd=project)
     assert result.exit_code == 1 and result.stdout == ""
     data = json.loads((project / "reports" / "mplint.json").read_text(encoding="utf-8"))
     assert [f["code"] for f in data] == ["MP103", "MP101"]
-    text = mplint_exe(["check", "-n", "--output-file", "out.txt", "model.py"], cwd=project)
+    text = mplint_exe(["check", "-n", "--extended", "--output-file", "out.txt", "model.py"], cwd=project)
     assert text.stdout == "" and (project / "out.txt").read_text().startswith(MP103)
-    from_env = mplint_exe(["check", "-n", "model.py"], cwd=project, env={"MPLINT_OUTPUT_FILE": "env.txt",
-                                                                        "MPLINT_OUTPUT_FORMAT": "pylint"})
+    from_env = mplint_exe(["check", "-n", "--extended", "model.py"], cwd=project,
+                          env={"MPLINT_OUTPUT_FILE": "env.txt", "MPLINT_OUTPUT_FORMAT": "pylint"})
     assert from_env.stdout == "" and (project / "env.txt").read_text().startswith("model.py:5: [MP103]")
 
 
@@ -200,7 +203,7 @@ ESC = "\x1b["
     ],
 )
 def test_color(mplint_exe, project, args, env, colored):
-    result = mplint_exe(["check", "-n", *args, "model.py"], cwd=project, env=env)
+    result = mplint_exe(["check", "-n", "--extended", *args, "model.py"], cwd=project, env=env)
     assert (ESC in result.stdout) is colored
     if colored:
         assert f"{ESC}1m{ESC}31mMP103{ESC}0m" in result.stdout
@@ -208,14 +211,15 @@ def test_color(mplint_exe, project, args, env, colored):
         assert f"{ESC}33mwarning{ESC}0m" in result.stdout and f"{ESC}31merror{ESC}0m" in result.stdout
         for code in ("\x1b[1m", "\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[0m"):
             plain = plain.replace(code, "")
-        assert plain == mplint_exe(["check", "-n", "model.py"], cwd=project).stdout
+        assert plain == mplint_exe(["check", "-n", "--extended", "model.py"], cwd=project).stdout
 
 
 def test_color_never_reaches_machine_formats_or_files(mplint_exe, project):
     for fmt in ("json", "github", "pylint", "junit", "gitlab", "sarif"):
-        result = mplint_exe(["check", "-n", "--color", "always", "--output-format", fmt, "model.py"], cwd=project)
+        result = mplint_exe(["check", "-n", "--extended", "--color", "always", "--output-format", fmt, "model.py"],
+                            cwd=project)
         assert ESC not in result.stdout, fmt
-    mplint_exe(["check", "-n", "-o", "r.txt", "model.py"], cwd=project, env={"FORCE_COLOR": "1"})
+    mplint_exe(["check", "-n", "--extended", "-o", "r.txt", "model.py"], cwd=project, env={"FORCE_COLOR": "1"})
     assert ESC not in (project / "r.txt").read_text()
 
 
@@ -230,8 +234,8 @@ def test_color_on_a_terminal(project):
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     env["TERM"] = "xterm"
-    proc = subprocess.Popen([str(MPLINT_EXE), "check", "-n", "model.py"], cwd=project, stdout=follower,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([str(MPLINT_EXE), "check", "-n", "--extended", "model.py"], cwd=project,
+                            stdout=follower, stderr=subprocess.DEVNULL, env=env)
     os.close(follower)
     chunks = []
     while True:
@@ -251,37 +255,39 @@ def test_color_on_a_terminal(project):
 
 def test_extend_select_adds_to_the_configured_selection(mplint_exe, project):
     write(project / "pyproject.toml", '[tool.mplint]\nselect = ["MP101"]\n')
-    assert "MP103" not in mplint_exe(["check", "-n", "model.py"], cwd=project).stdout
-    result = mplint_exe(["check", "-n", "--extend-select", "MP103", "model.py"], cwd=project)
+    assert "MP103" not in mplint_exe(["check", "-n", "--extended", "model.py"], cwd=project).stdout
+    result = mplint_exe(["check", "-n", "--extended", "--extend-select", "MP103", "model.py"], cwd=project)
     assert "MP103" in result.stdout and "MP101" in result.stdout
-    replaced = mplint_exe(["check", "-n", "--select", "MP103", "model.py"], cwd=project)
+    replaced = mplint_exe(["check", "-n", "--extended", "--select", "MP103", "model.py"], cwd=project)
     assert "MP103" in replaced.stdout and "MP101" not in replaced.stdout
-    bad = mplint_exe(["check", "-n", "--extend-select", "MP777", "model.py"], cwd=project)
+    bad = mplint_exe(["check", "-n", "--extended", "--extend-select", "MP777", "model.py"], cwd=project)
     assert bad.exit_code == 2 and "--extend-select: unknown rule code MP777" in bad.stderr
 
 
 def test_per_file_ignores_on_the_command_line(mplint_exe, project):
     write(project / "tests" / "test_model.py", MODEL)
-    result = mplint_exe(["check", "-n", "--output-format", "json", "--per-file-ignores", "tests/**:MP1", "."],
-                        cwd=project)
+    result = mplint_exe(["check", "-n", "--extended", "--output-format", "json", "--per-file-ignores", "tests/**:MP1",
+                         "."], cwd=project)
     assert {(f["filename"], f["code"]) for f in json.loads(result.stdout)} == {("model.py", "MP103"),
                                                                                ("model.py", "MP101")}
     # ruff's spelling: comma-separated PATTERN:CODE pairs, one pattern's pairs merged.
-    pairs = mplint_exe(["check", "-n", "--output-format", "json",
+    pairs = mplint_exe(["check", "-n", "--extended", "--output-format", "json",
                         "--per-file-ignores", "model.py:MP101,model.py:MP103", "model.py"], cwd=project)
     assert pairs.exit_code == 0 and json.loads(pairs.stdout) == []
-    bad = mplint_exe(["check", "-n", "--per-file-ignores", "model.py:MP101,MP103", "model.py"], cwd=project)
+    bad = mplint_exe(["check", "-n", "--extended", "--per-file-ignores", "model.py:MP101,MP103", "model.py"],
+                     cwd=project)
     assert bad.exit_code == 2 and "expected <FilePattern>:<RuleCode>, got 'MP103'" in bad.stderr
 
 
 def test_per_file_ignores_replaces_and_extend_adds_to_the_config(mplint_exe, project):
     write(project / "pyproject.toml", '[tool.mplint.per-file-ignores]\n"model.py" = ["MP101"]\n')
     codes = lambda r: {f["code"] for f in json.loads(r.stdout)}  # noqa: E731
-    assert codes(mplint_exe(["check", "-n", "--output-format", "json", "model.py"], cwd=project)) == {"MP103"}
-    replaced = mplint_exe(["check", "-n", "--output-format", "json", "--per-file-ignores", "model.py:MP103",
-                           "model.py"], cwd=project)
+    assert codes(mplint_exe(["check", "-n", "--extended", "--output-format", "json", "model.py"],
+                            cwd=project)) == {"MP103"}
+    replaced = mplint_exe(["check", "-n", "--extended", "--output-format", "json", "--per-file-ignores",
+                           "model.py:MP103", "model.py"], cwd=project)
     assert codes(replaced) == {"MP101"}
-    extended = mplint_exe(["check", "-n", "--output-format", "json", "--extend-per-file-ignores",
+    extended = mplint_exe(["check", "-n", "--extended", "--output-format", "json", "--extend-per-file-ignores",
                            "model.py:MP103", "model.py"], cwd=project)
     assert codes(extended) == set()
 

@@ -66,12 +66,22 @@ def test_a_project_last_committed_before_tf_2_4_gets_infos_without_a_fix(cli, tm
     assert all(f["tier"] == "default" for f in findings)
 
 
-def test_a_project_last_committed_in_the_tf_2_4_to_2_8_years_gets_infos_with_the_fix(cli, tmp_path):
+def test_a_project_last_committed_in_the_tf_2_4_to_2_8_years_gets_infos_naming_the_bound_with_an_unsafe_fix(
+        cli, tmp_path):
+    """The date bounds the TensorFlow from above only: the code may have been written for
+    TF 2.2, where the experimental API is the only one and the stable API the fix writes
+    does not exist. The message names the bound, not a version, nor a deprecation; the fix
+    is unsafe and says what it needs."""
     _committed(tmp_path, {"train.py": EXPERIMENTAL}, "2021-03-01")
     findings = _mp401(cli, tmp_path)
     assert findings and {f["severity"] for f in findings} == {"info"}
-    assert all("this project's TensorFlow 2.4" in f["message"] for f in findings)
-    assert any(f["fix"] is not None for f in findings)
+    assert all("this project's TensorFlow, 2.4 or older by its last commit, still has it" in f["message"]
+               for f in findings)
+    assert not any("deprecated" in f["message"] for f in findings)
+    fixed = [f for f in findings if f["fix"] is not None]
+    assert fixed and all(f["fix"]["applicability"] == "unsafe" and "needs TF 2.4" in f["detail"] for f in fixed)
+    pinned = _mp401(cli, tmp_path, "--target", "keras2")  # the user says it runs now: migrate it
+    assert {f["severity"] for f in pinned} == {"error"} and any(f["fix"] for f in pinned)
 
 
 def test_an_old_file_of_a_project_maintained_since_runs_on_its_newer_tensorflow(cli, tmp_path):
@@ -79,7 +89,7 @@ def test_an_old_file_of_a_project_maintained_since_runs_on_its_newer_tensorflow(
     _committed(tmp_path, {"utils.py": "x = 1\n"}, "2021-06-01")  # maintained on TF 2.5
     findings = _mp401(cli, tmp_path)
     assert {f["severity"] for f in findings} == {"info"}
-    assert all("this project's TensorFlow 2.5" in f["message"] for f in findings)
+    assert all("this project's TensorFlow, 2.5 or older by its last commit," in f["message"] for f in findings)
     _committed(tmp_path, {"requirements.txt": "numpy\n"}, "2024-05-01")  # and on Keras 3's
     assert {f["severity"] for f in _mp401(cli, tmp_path)} == {"error"}
 
@@ -167,9 +177,10 @@ def test_a_notebook_is_dated_by_the_runs_its_checkouts_notebooks_recorded(cli, t
     assert any("the only mixed-precision API of this project's TensorFlow (< 2.4)" in f["message"] for f in findings)
     target = [p for f in findings for p in f["premises"] if p["fact"] == "keras-target"]
     assert target and all("recorded runs on TensorFlow 2.1" in p["evidence"] for p in target)
-    # without that notebook, the date decides (TF 2.4: deprecated, with a fix)
+    # without that notebook, the date decides (TF 2.4 or older: a bound, no fix)
     forget_project_files()
     _git(tmp_path, "rm", "-q", "examples/version.ipynb")
     _git(tmp_path, "commit", "-q", "-m", "drop", day="2021-02-09")
     result = cli(["--no-cache", "--output-format", "json", "--select", "MP401", "mixed.ipynb"], cwd=tmp_path)
-    assert all("this project's TensorFlow 2.4" in f["message"] for f in json.loads(result.stdout))
+    assert all("this project's TensorFlow, 2.4 or older by its last commit," in f["message"]
+               for f in json.loads(result.stdout))

@@ -113,11 +113,13 @@ def test_a_notebook_mplint_cannot_write_back_offers_no_fix(tmp_path):
                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     path = tmp_path / "compact.ipynb"
     path.write_text(json.dumps(notebook, separators=(",", ":")), encoding="utf-8")
-    (finding,) = json.loads(_cli("--select", "MP103", "--unsafe-fixes", "--output-format", "json", str(path)))
+    (finding,) = json.loads(_cli("--select", "MP103", "--extended", "--unsafe-fixes", "--output-format", "json",
+                                 str(path)))
     assert finding["fix"] is None and "cannot write this notebook back" in finding["detail"]
     readable = tmp_path / "standard.ipynb"
     readable.write_text(json.dumps(notebook, indent=1) + "\n", encoding="utf-8")
-    (finding,) = json.loads(_cli("--select", "MP103", "--unsafe-fixes", "--output-format", "json", str(readable)))
+    (finding,) = json.loads(_cli("--select", "MP103", "--extended", "--unsafe-fixes", "--output-format", "json",
+                                 str(readable)))
     assert finding["fix"] is not None
 
 

@@ -32,8 +32,8 @@ def _interrupt_fix_run(folder, count, sig):
     files are fixed; return (paths, whether the signal arrived mid-run, return code, stderr)."""
     paths = _make_files(folder, count)
     first = sorted(paths)[:20]  # discovery order: these are fixed first
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mplint", "--no-cache", "--fix", "--unsafe-fixes", "-j", "2", "."],
+    proc = subprocess.Popen(  # --extended: MP103, the finding fixed, is an extended-tier rule
+        [sys.executable, "-m", "mplint", "--no-cache", "--extended", "--fix", "--unsafe-fixes", "-j", "2", "."],
         cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
     )
     deadline = time.monotonic() + 120

@@ -25,6 +25,7 @@ FLOAT16_MODEL = (
 )
 MIXED_MODEL = FLOAT16_MODEL.replace("'float16'", "'mixed_float16'")
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+EXTENDED = "extended = true\n"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
@@ -96,6 +97,12 @@ def _close_documents(client: LanguageClient):
 opened: list[str] = []
 
 
+def extended_tier(folder: Path) -> None:
+    """MP103, the sample finding, is an extended-tier rule: the server takes no flags,
+    so the folder's configuration (the nearest one, as `mplint check` reads it) reports that tier."""
+    (folder / "mplint.toml").write_text(EXTENDED, encoding="utf-8")
+
+
 def offset(text: str, position: types.Position) -> int:
     """Offset of an LSP position (UTF-16 code units, the client's default encoding)."""
     lines = re.split(r"(?<=\r\n)|(?<=\n)(?<!\r\n)|(?<=\r)(?!\n)", text)
@@ -126,6 +133,7 @@ def edits_of(action: types.CodeAction, uri: str) -> list[types.TextEdit]:
 
 
 async def test_diagnostics_on_open_carry_code_link_and_utf16_range(client: LanguageClient, tmp_path: Path):
+    extended_tier(tmp_path)
     path = tmp_path / "model.py"
     path.write_text(FLOAT16_MODEL, encoding="utf-8")
     published = await diagnostics_after(client, lambda: open_document(client, path, FLOAT16_MODEL), path.as_uri())
@@ -136,6 +144,7 @@ async def test_diagnostics_on_open_carry_code_link_and_utf16_range(client: Langu
     assert diagnostic.severity == types.DiagnosticSeverity.Warning
     assert diagnostic.message.startswith("layer dtype 'float16' keeps the variables in float16")
     assert "unsafe fix" in diagnostic.message
+    assert diagnostic.message.splitlines()[0].endswith("(extended suite) (unsafe fix available)")
     href = diagnostic.code_description.href
     assert href.endswith("/docs/rules/MP103.md")
     assert href == ruledocs.rule_doc_url("MP103")  # the one URL base SARIF uses too
@@ -150,6 +159,7 @@ async def test_diagnostics_on_open_carry_code_link_and_utf16_range(client: Langu
 
 
 async def test_quick_fix_edit_is_correct_and_diagnostics_clear_after_it(client: LanguageClient, tmp_path: Path):
+    extended_tier(tmp_path)
     path = tmp_path / "model.py"
     path.write_text(FLOAT16_MODEL, encoding="utf-8")
     uri = path.as_uri()
@@ -176,6 +186,7 @@ async def test_quick_fix_edit_is_correct_and_diagnostics_clear_after_it(client: 
 
 
 async def test_changes_are_debounced(client: LanguageClient, tmp_path: Path):
+    extended_tier(tmp_path)
     path = tmp_path / "model.py"
     uri = path.as_uri()
     await diagnostics_after(client, lambda: open_document(client, path, MIXED_MODEL), uri)
@@ -191,6 +202,7 @@ async def test_changes_are_debounced(client: LanguageClient, tmp_path: Path):
 
 
 async def test_save_checks_again(client: LanguageClient, tmp_path: Path):
+    extended_tier(tmp_path)
     path = tmp_path / "model.py"
     path.write_text(MIXED_MODEL, encoding="utf-8")
     uri = path.as_uri()
@@ -205,9 +217,10 @@ async def test_save_checks_again(client: LanguageClient, tmp_path: Path):
 
 
 async def test_noqa_and_nearest_config_are_honoured(client: LanguageClient, tmp_path: Path):
+    extended_tier(tmp_path)
     quiet = tmp_path / "quiet"
     quiet.mkdir()
-    (quiet / "pyproject.toml").write_text('[tool.mplint]\nignore = ["MP103"]\n', encoding="utf-8")
+    (quiet / "pyproject.toml").write_text('[tool.mplint]\nextended = true\nignore = ["MP103"]\n', encoding="utf-8")
     path = quiet / "model.py"
     path.write_text(FLOAT16_MODEL, encoding="utf-8")
     published = await diagnostics_after(client, lambda: open_document(client, path, FLOAT16_MODEL), path.as_uri())
@@ -219,7 +232,7 @@ async def test_noqa_and_nearest_config_are_honoured(client: LanguageClient, tmp_
     assert list(published.diagnostics) == []
 
     # Editing the config and saving it re-checks the open documents.
-    (quiet / "pyproject.toml").write_text('[tool.mplint]\nselect = ["MP1"]\n', encoding="utf-8")
+    (quiet / "pyproject.toml").write_text('[tool.mplint]\nextended = true\nselect = ["MP1"]\n', encoding="utf-8")
     config_uri = (quiet / "pyproject.toml").as_uri()
     published = await diagnostics_after(client, lambda: client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=config_uri))), path.as_uri())
@@ -259,6 +272,7 @@ async def test_config_error_is_shown_once_not_crashing(client: LanguageClient, t
 
 
 async def test_only_filter_and_notebook_cells(client: LanguageClient, tmp_path: Path):
+    extended_tier(tmp_path)
     cell_text = "%time x = 1\n!nvidia-smi\n" + FLOAT16_MODEL
     uri = (tmp_path / "nb.ipynb").as_uri().replace("file:", "vscode-notebook-cell:", 1) + "#W1sZmlsZQ%3D%3D"
     published = await diagnostics_after(
@@ -281,6 +295,7 @@ async def test_only_filter_and_notebook_cells(client: LanguageClient, tmp_path: 
 
 
 async def test_other_languages_are_ignored(client: LanguageClient, tmp_path: Path):
+    extended_tier(tmp_path)
     open_document(client, tmp_path / "notes.md", "float16 everywhere\n", language="markdown")
     path = tmp_path / "model.py"
     published = await diagnostics_after(client, lambda: open_document(client, path, FLOAT16_MODEL), path.as_uri())
@@ -289,6 +304,7 @@ async def test_other_languages_are_ignored(client: LanguageClient, tmp_path: Pat
 
 
 async def test_percent_encoded_uris_round_trip(client: LanguageClient, tmp_path: Path):
+    extended_tier(tmp_path)
     path = tmp_path / "my model #1.py"
     uri = path.as_uri()
     assert "%20" in uri and "%23" in uri
@@ -324,6 +340,7 @@ async def test_hover_shows_the_finding_its_detail_and_the_rule_text(client: Lang
     """No documentation site is needed: the hover carries what `mplint rule CODE` prints."""
     from mplint.catalogue.ruledocs import rule_text
 
+    extended_tier(tmp_path)
     path = tmp_path / "model.py"
     path.write_text(FLOAT16_MODEL, encoding="utf-8")
     uri = path.as_uri()

@@ -42,11 +42,12 @@ def test_detail_reaches_json_sarif_and_verbose(cli, tmp_path):
           "class Block(tf.keras.layers.Layer):\n"
           "    def call(self, x):\n"
           "        return x / (tf.norm(x) + 1e-10)\n")
-    result = cli(["--no-cache", "--output-format", "json", "model.py"], cwd=tmp_path)
+    # MP502 is a medium-precision rule (bench/rule_precision.py): extended tier
+    result = cli(["--no-cache", "--extended", "--output-format", "json", "model.py"], cwd=tmp_path)
     (finding,) = json.loads(result.stdout)
     assert finding["code"] == "MP502" and len(finding["message"]) <= 150
     assert "smallest float16 is 6e-8" in finding["detail"] and "6e-8" not in finding["message"]
-    sarif = json.loads(cli(["--no-cache", "--output-format", "sarif", "model.py"], cwd=tmp_path).stdout)
+    sarif = json.loads(cli(["--no-cache", "--extended", "--output-format", "sarif", "model.py"], cwd=tmp_path).stdout)
     assert sarif["runs"][0]["results"][0]["properties"]["detail"] == finding["detail"]
-    verbose = cli(["--no-cache", "-v", "model.py"], cwd=tmp_path)
+    verbose = cli(["--no-cache", "--extended", "-v", "model.py"], cwd=tmp_path)
     assert f"MP502 why: {finding['detail']}" in verbose.stderr

@@ -22,7 +22,8 @@ MIXED_LAYER = "layer = tf.keras.layers.Dense(64, dtype='mixed_float16'); layer.f
 
 
 def mplint(*args: str):
-    return CliRunner().invoke(main, ["check", "--no-cache", *args], catch_exceptions=False)
+    # --extended: MP103, the sample finding, is an extended-tier rule (its fix is unsafe).
+    return CliRunner().invoke(main, ["check", "--no-cache", "--extended", *args], catch_exceptions=False)
 
 
 def write_notebook(path: Path, cells, **write_options) -> nbformat.NotebookNode:
@@ -70,6 +71,7 @@ def test_findings_are_cell_relative_in_text_and_json(tmp_path):
     assert [(f["code"], f["cell"], f["location"], f["end_location"]) for f in findings] == [
         ("MP103", 3, {"row": 2, "column": 9}, {"row": 2, "column": len(FLOAT16_LAYER) - len("; layer.fit()") + 1}),
     ]
+    assert findings[0]["message"].endswith("(extended suite)") and findings[0]["fix"]["applicability"] == "unsafe"
     edit = findings[0]["fix"]["edits"][0]
     assert edit == {"content": "'mixed_float16'", "location": {"row": 2, "column": 41},
                     "end_location": {"row": 2, "column": 50}}
@@ -188,7 +190,7 @@ def test_diff_names_the_cell_and_writes_nothing(tmp_path):
     path = tmp_path / "d.ipynb"
     write_notebook(path, sample_cells())
     before = path.read_bytes()
-    result = CliRunner().invoke(main, ["--no-cache", "d.ipynb", "--diff", "--unsafe-fixes"])
+    result = CliRunner().invoke(main, ["--no-cache", "--extended", "d.ipynb", "--diff", "--unsafe-fixes"])
     assert result.exit_code == 1
     assert "--- d.ipynb:cell 3\n+++ d.ipynb:cell 3\n" in result.output
     assert f"-{FLOAT16_LAYER}\n+{MIXED_LAYER}\n" in result.output

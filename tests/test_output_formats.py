@@ -24,7 +24,8 @@ def project(tmp_path):
 
 
 def _report(mplint_exe, project, fmt, *paths, env=None):
-    result = mplint_exe(["check", "-n", "--output-format", fmt, *(paths or (".",))], cwd=project, env=env)
+    # --extended: MP103, most of the sample findings, is an extended-tier rule.
+    result = mplint_exe(["check", "-n", "--extended", "--output-format", fmt, *(paths or (".",))], cwd=project, env=env)
     assert result.exit_code == 1, result.stderr
     return result.stdout
 
@@ -61,11 +62,11 @@ def test_pylint(mplint_exe, project):
     lines = _report(mplint_exe, project, "pylint").splitlines()
     assert lines == [
         "model.py:5: [MP103] layer dtype 'float16' keeps the variables in float16; use 'mixed_float16' "
-        "(float32 variables, float16 compute)",
+        "(float32 variables, float16 compute) (extended suite)",
         "model.py:6: [MP101] the output of Sequential model `model` is float16 (last layer `Dense` under the "
         "mixed policy): model outputs must be float32",
         "pkg/policy.py:3: [MP103] global policy 'float16' keeps the variables in float16; use 'mixed_float16' "
-        "(float32 variables, float16 compute)",
+        "(float32 variables, float16 compute) (extended suite)",
     ]
 
 

@@ -20,7 +20,7 @@ def fixture_findings(case_id: str):
     case = _fixture(case_id)
     options = case.options()
     findings, _ = lint_and_fix(case.source(), case.select(), options.get("target", "keras3"),
-                               extended=options.get("extended") == "1")
+                               extended=case.file_settings().extended)  # a medium rule's fixtures: extended
     return findings
 
 

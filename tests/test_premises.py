@@ -76,6 +76,14 @@ def _premise(finding: dict, fact: str) -> dict:
     return next(p for p in finding["premises"] if p["fact"] == fact)
 
 
+def _unproved(finding: dict) -> set[str]:
+    """The facts of a finding's premises that keep it from the default tier, but for its
+    rule's own precision: a medium-precision rule's finding (MP103, MP3xx, MP502, MP503)
+    is extended whatever its other premises say, and these show what they say."""
+    return {p["fact"] for p in finding["premises"]
+            if p["status"] in ("assumed", "conflicting") and p["fact"] != "rule-precision"}
+
+
 def _project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     write(root / "pyproject.toml", "[project]\nname = 'p'\nversion = '0'\n")
@@ -223,12 +231,15 @@ def test_float16_variables_rest_on_something_training_them(cli, tmp_path):
     (role,) = [p for p in finding["premises"] if p["fact"] == "role"]
     assert (role["status"], finding["tier"], finding["fix"]) == ("assumed", "extended", None)
     write(tmp_path / "train.py", "from layers import block\n\nblock().fit(None)\n")
-    (finding,) = _json(cli, ["layers.py"], tmp_path)
+    (finding,) = _json(cli, ["--extended", "layers.py"], tmp_path)
     (role,) = [p for p in finding["premises"] if p["fact"] == "role"]
-    assert (role["status"], finding["tier"]) == ("inferred", "default") and "`train`" in role["evidence"]
+    assert role["status"] == "inferred" and "`train`" in role["evidence"]
+    # MP103 is a medium-precision rule (bench/rule_precision.py): extended, its fix unsafe
+    assert finding["tier"] == "extended" and _premise(finding, "rule-precision")["status"] == "assumed"
     assert finding["fix"]["applicability"] == "unsafe"
     write(tmp_path / "train.py", "from layers import block\n\nblock().predict(None)\n")
-    assert _json(cli, ["layers.py"], tmp_path) == []  # the edited importer no longer trains
+    (finding,) = _json(cli, ["--extended", "layers.py"], tmp_path)  # the edited importer no longer trains
+    assert _premise(finding, "role")["status"] == "assumed" and finding["fix"] is None
 
 
 def test_the_findings_cache_follows_a_trainer_two_imports_away(cli, tmp_path):
@@ -240,13 +251,13 @@ def test_the_findings_cache_follows_a_trainer_two_imports_away(cli, tmp_path):
     write(tmp_path / "train.py", "from model import build\n\nbuild().fit(None)\n")
 
     def codes():
-        result = cli(["--output-format", "json", "layers.py"], cwd=tmp_path)
+        result = cli(["--extended", "--output-format", "json", "layers.py"], cwd=tmp_path)
         assert result.exit_code in (0, 1), result.stderr
-        return [f["code"] for f in json.loads(result.stdout)]
+        return [(f["code"], _premise(f, "role")["status"]) for f in json.loads(result.stdout)]
 
-    assert codes() == ["MP103"]
+    assert codes() == [("MP103", "inferred")]
     write(tmp_path / "train.py", "from model import build\n\nbuild().predict(None)  # no longer trains\n")
-    assert codes() == []
+    assert codes() == [("MP103", "assumed")]
 
 
 def test_a_policy_chosen_by_a_selectors_argument_is_assumed(cli, tmp_path):
@@ -280,19 +291,20 @@ def test_a_library_whose_only_float16_is_the_graph_rewrite_is_assumed(cli, tmp_p
     root = tmp_path / "project"
     shutil.copytree(Path(__file__).parent.parent / "fixtures" / "projects" / "library_with_only_the_graph_rewrite",
                     root, ignore=shutil.ignore_patterns("expected.txt"))
-    assert _json(cli, ["."], root) == []
     (finding,) = _json(cli, ["--extended", "."], root)
     premise = _premise(finding, "policy")
     assert finding["code"] == "MP502" and finding["tier"] == "extended"
     assert premise["status"] == "assumed" and "graph rewrite" in premise["evidence"]
+    assert _unproved(finding) == {"policy"}
     write(root / "tests" / "test_layers.py", "import tensorflow as tf\n\n\ndef test_mixed():\n"
           "    tf.keras.mixed_precision.set_global_policy('mixed_float16')\n")
-    assert _json(cli, ["."], root) == []  # the test never uses the layer
+    (finding,) = _json(cli, ["--extended", "."], root)
+    assert _premise(finding, "policy")["status"] == "assumed"  # the test never uses the layer
     write(root / "tests" / "test_layers.py", "import tensorflow as tf\n\nfrom hashattn.layers import "
           "DuplicateAwareAttention\n\n\ndef test_mixed():\n"
           "    tf.keras.mixed_precision.set_global_policy('mixed_float16')\n    DuplicateAwareAttention()\n")
-    (finding,) = _json(cli, ["."], root)
-    assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"
+    (finding,) = _json(cli, ["--extended", "."], root)
+    assert _premise(finding, "policy")["status"] == "inferred" and _unproved(finding) == set()
 
 
 def test_the_dtype_premise_follows_where_the_tensor_comes_from(cli, tmp_path):
@@ -311,8 +323,9 @@ def test_the_dtype_premise_follows_where_the_tensor_comes_from(cli, tmp_path):
     statuses = {(f["filename"], row): _premise(f, "dtype")["status"] for row, f in findings.items()}
     assert statuses == {("layers.py", 16): "assumed", ("layers.py", 17): "inferred", ("halves.py", 9): "proved"}
     assert findings[16]["tier"] == "extended" and "counting.duplicate_counts" in _premise(findings[16], "dtype")["evidence"]
-    default = [(f["filename"], f["location"]["row"]) for f in _json(cli, ["."], root) if f["code"] == "MP502"]
-    assert default == [("halves.py", 9), ("layers.py", 17)]
+    # MP502 is extended by its measured precision; these two would be default on their premises
+    assert sorted((f["filename"], row) for row, f in findings.items() if not _unproved(f)) == [
+        ("halves.py", 9), ("layers.py", 17)]
 
 
 def test_a_tf_function_parameter_has_an_assumed_dtype_and_a_model_output_in_it_an_inferred_one(cli, tmp_path):
@@ -340,15 +353,16 @@ def test_a_float16_policy_of_files_that_do_not_use_the_library_module_is_assumed
     root = tmp_path / "project"
     shutil.copytree(Path(__file__).parent.parent / "fixtures" / "projects" / "float16_policy_only_where_the_module_is_unused",
                     root, ignore=shutil.ignore_patterns("expected.txt"))
-    assert _json(cli, ["codec/quantizer.py"], root) == []
     (finding,) = _json(cli, ["--extended", "codec/quantizer.py"], root)
     assert _premise(finding, "policy")["status"] == "assumed" and finding["tier"] == "extended"
+    assert _unproved(finding) == {"policy"}
     script = root / "scripts" / "train_encoder.py"
     script.write_text(script.read_text().replace("from codec.encoder import encoder\n",
                                                  "from codec.encoder import encoder\nfrom codec.quantizer import Quantizer\n")
                       .replace("[encoder(16), ", "[encoder(16), Quantizer(), "))
-    (finding,) = _json(cli, ["codec/quantizer.py"], root)
-    assert _premise(finding, "policy")["status"] == "inferred" and finding["tier"] == "default"
+    (finding,) = _json(cli, ["--extended", "codec/quantizer.py"], root)
+    # its rule (MP502) is extended by its measured precision; the policy no longer keeps it there
+    assert _premise(finding, "policy")["status"] == "inferred" and _unproved(finding) == set()
 
 
 FLOAT16_PIPELINE = '''import numpy as np
@@ -373,7 +387,7 @@ def test_a_rule_of_medium_precision_reports_only_in_the_extended_suite(cli, tmp_
     (finding,) = [f for f in _json(cli, ["--extended", "."], root) if f["code"] == "MP503"]
     assert finding["tier"] == "extended" and finding["message"].endswith("(extended suite)")
     premise = _premise(finding, "rule-precision")
-    assert premise["status"] == "assumed" and "labelled audit findings" in premise["evidence"]
+    assert premise["status"] == "assumed" and "judged findings in the fresh audits" in premise["evidence"]
     assert finding["fix"]["applicability"] == "unsafe", "a safe fix needs every premise proved"
     medium = [code for code in RULES if rule_class(code).precision != "high"]
     assert "MP503" in medium and all(rule_class(code).precision_evidence for code in medium)

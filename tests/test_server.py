@@ -14,6 +14,8 @@ from tests.conftest import MPLINT_EXE, write
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the server forks")
 
 MIXED = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
+# the sample's MP103 is a medium-precision rule (bench/rule_precision.py): extended tier
+EXTENDED = "extended = true\n"
 
 
 def _mplint(args, cwd, env, stdin=""):
@@ -41,6 +43,7 @@ def _served(env, cwd) -> int:
 def test_a_served_command_gives_what_a_local_run_gives(server, tmp_path):
     project = tmp_path / "project"
     write(project / "a.py", MIXED)
+    write(project / "mplint.toml", EXTENDED)
     write(project / "b.py", "print('nothing to see')\n")
     local_env = dict(server, MPLINT_NO_SERVER="1")
     for args in (["check", "a.py"], ["--output-format", "json", "."], ["check", "--no-cache", "b.py"],
@@ -54,6 +57,7 @@ def test_a_served_command_gives_what_a_local_run_gives(server, tmp_path):
 
 
 def test_stdin_and_the_environment_reach_the_served_command(server, tmp_path):
+    write(tmp_path / "mplint.toml", EXTENDED)
     code, out, _ = _mplint(["check", "--stdin-filename", "train.py"], tmp_path, server, stdin=MIXED)
     assert code == 1 and "train.py:2:1: MP103" in out
     env = dict(server, MPLINT_OUTPUT_FORMAT="json")
@@ -64,6 +68,7 @@ def test_stdin_and_the_environment_reach_the_served_command(server, tmp_path):
 def test_without_a_server_the_command_runs_here(tmp_path):
     env = dict(os.environ, MPLINT_SERVER_DIR=str(tmp_path / "none"))
     write(tmp_path / "a.py", MIXED)
+    write(tmp_path / "mplint.toml", EXTENDED)
     code, out, err = _mplint(["check", "a.py"], tmp_path, env)
     assert code == 1 and "MP103" in out
     assert _mplint(["server", "status"], tmp_path, env)[0] == 1
@@ -71,6 +76,7 @@ def test_without_a_server_the_command_runs_here(tmp_path):
 
 def test_python_dash_m_uses_the_same_entry_point(server, tmp_path):
     write(tmp_path / "a.py", MIXED)
+    write(tmp_path / "mplint.toml", EXTENDED)
     before = _served(server, tmp_path)
     proc = subprocess.run([sys.executable, "-m", "mplint", "check", "a.py"], cwd=tmp_path, env=server,
                           capture_output=True, text=True, timeout=120)

@@ -24,6 +24,8 @@ pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX") or not hasattr(os
                                 reason="Unix sockets")
 
 MIXED = 'import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy("float16")\ntf.keras.Model().fit()\n'
+# the sample's MP103 is a medium-precision rule (bench/rule_precision.py): extended tier
+EXTENDED = "extended = true\n"
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.getuid() != 0, reason="needs root to own files or run as another uid")
 
@@ -100,6 +102,7 @@ def plant(tmp_path):
 
 def _run_check(env, cwd):
     write(cwd / "a.py", MIXED)
+    write(cwd / "mplint.toml", EXTENDED)
     return subprocess.run([str(MPLINT_EXE), "check", "a.py"], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=120)
 

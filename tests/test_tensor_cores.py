@@ -19,8 +19,10 @@ MP3 = frozenset({"MP301", "MP302", "MP303", "MP304"})
 
 
 def _codes(code: str, **settings) -> list[tuple[int, str]]:
+    """MP301-MP304 are medium-precision rules (bench/rule_precision.py): extended tier."""
     text = textwrap.dedent(code)
-    findings = lint(Document("example.py", text), FileSettings(codes=MP3, target="keras3", **settings), "example.py")
+    findings = lint(Document("example.py", text), FileSettings(codes=MP3, target="keras3", extended=True, **settings),
+                    "example.py")
     return [(f.location.row, f.code) for f in findings]
 
 

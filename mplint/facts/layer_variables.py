@@ -151,7 +151,7 @@ def run_only_forward(facts: "ModuleFacts", call: cst.Call) -> str | None:
         return None
     if not applied or not all(a.args and _is_data(facts, a.args[0].value) for a in applied):
         return None
-    return f"it only runs forward in `{function.name.value}()`, which trains nothing"
+    return f"only `{function.name.value}()` runs it, forward only"
 
 
 def _deleted(index: ModuleIndex, holder: cst.CSTNode | None) -> bool:

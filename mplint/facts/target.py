@@ -141,6 +141,18 @@ class Target:
         return self.newest_tensorflow is not None and self.newest_tensorflow < version
 
     @property
+    def tensorflow_named(self) -> str:
+        """How a message names the TensorFlow the evidence admits: a declared one by its
+        version; one bounded only by the repository's last commit (`dated`) as that bound,
+        since the code may have been written for an older one."""
+        if self.newest_tensorflow is None:
+            return ""
+        major, minor = self.newest_tensorflow
+        if self.dated is not None:
+            return f"this project's TensorFlow, {major}.{minor} or older by its last commit,"
+        return f"this project's TensorFlow {major}.{minor}"
+
+    @property
     def predates_mixed_policies(self) -> bool:
         """TensorFlow 1.x or older than 2.1 (`mixed_float16` came with TF 2.1), or standalone
         Keras on such a TensorFlow: float16 variables with a loss scale were its only
