@@ -94,7 +94,8 @@ def _mp401_beside(cli, tmp_path, notebooks: dict[str, str]) -> tuple[set[str], s
 
 
 @pytest.mark.parametrize("source, words", [
-    ("!pip install tensorflow-gpu==2.1.0\nimport tensorflow as tf", "installs tensorflow 2.1"),
+    ("!pip install tensorflow-gpu==2.1.0\nimport tensorflow as tf", "installs tensorflow-gpu==2.1.0"),
+    ("!pip install -q 'tensorflow<2.4'\nimport tensorflow as tf", "installs tensorflow<2.4"),
     ("%tensorflow_version 1.x\nimport tensorflow as tf", "selects TensorFlow 1.x"),
 ])
 def test_the_folders_notebooks_declare_which_tensorflow_the_project_runs_on(cli, tmp_path, source, words):

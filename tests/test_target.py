@@ -563,6 +563,11 @@ def test_a_notebook_says_what_it_ran_on(project, installed, cells, keras, before
         ("Notebooks for mixed precision in tf.keras (TensorFlow 2.0).\n", "keras2", True),
         ("- docker image tensorflow/tensorflow:2.4.0-gpu\n", "keras2", False),
         ("```\npip install tensorflow==2.17.0\n```\n", "keras3", False),
+        # any specifier bounded from above: the newest TensorFlow it admits
+        ('```\nconda install cudnn=8.1.0\npip install "tensorflow<2.11"\n```\n', "keras2", False),
+        ("pip install 'tensorflow-gpu>=2.1,<2.4'\n", "keras2", True),
+        ("pip install tensorflow~=2.17.0\n", "keras3", False),
+        ("pip install tensorflow>=2.4\n", None, None),  # a lower bound says nothing
         ("Tested with TensorFlow 1.15 and TF 2.3.\n", "keras2", True),
         ("Requires TensorFlow 2.4+.\n", None, None),  # a lower bound says nothing
         # a pairing, not a lower bound

@@ -31,6 +31,24 @@ def reads_after(index: ModuleIndex, binding: cst.CSTNode, name: str) -> list[cst
             and index.before(binding, n) and not index.contains(binding, n)]
 
 
+def paired_target(index: ModuleIndex, value: cst.CSTNode) -> tuple[cst.Name, cst.Assign] | None:
+    """For an item of a tuple assigned item by item (`G, C = make_generator(), make_critic()`,
+    no starred target, as many targets as items): the name the item binds, and the
+    assignment. None otherwise."""
+    element = index.parent_of(value)
+    holder = index.parent_of(element) if isinstance(element, cst.Element) else None
+    assign = index.parent_of(holder) if isinstance(holder, (cst.Tuple, cst.List)) else None
+    if not isinstance(assign, cst.Assign) or assign.value is not holder or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(holder.elements) \
+            or any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return None
+    position = next(i for i, e in enumerate(holder.elements) if e is element)
+    name = target.elements[position].value
+    return (name, assign) if isinstance(name, cst.Name) else None
+
+
 def assignment_targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
     """What an `=`, `+=` or annotated assignment binds (each target of `a = b = x`)."""
     if isinstance(statement, cst.Assign):

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
+from mplint.analysis.assigned_reads import paired_target
 from mplint.analysis.calls import arg_value, get_arg, has_star_args
 from mplint.facts.policy import FULL_DTYPES, controls_between, scope_of
 
@@ -258,7 +259,7 @@ class ModelGraph:
         self._names_by_value: dict[str, list[cst.Name]] | None = None
         self._loads_by_owner: dict[str, dict[int, list[cst.Name]]] = {}
         self._calls_by_func_name: dict[str, list[cst.Call]] | None = None
-        self._assigned_values: dict[str, list[cst.Assign]] | None = None
+        self._assigned_values: dict[str, list[tuple[cst.Assign, cst.BaseExpression]]] | None = None
 
     @cached_property
     def models(self) -> list[ModelDef]:
@@ -788,6 +789,9 @@ class ModelGraph:
                 return target.value, self.index.statement_of(parent) or parent
         if isinstance(parent, cst.AnnAssign) and parent.value is node and isinstance(parent.target, cst.Name):
             return parent.target.value, self.index.statement_of(parent) or parent
+        paired = paired_target(self.index, node)  # `G, C = make_generator(), make_critic()`
+        if paired is not None:
+            return paired[0].value, self.index.statement_of(paired[1]) or paired[1]
         return None
 
     # -- subclassed models ----------------------------------------------------------------
@@ -872,7 +876,7 @@ class ModelGraph:
         parent = self.index.parent_of(node)
         if isinstance(parent, cst.Call) and parent.func is node:
             return any(self.is_symbolic(a.value) for a in parent.args)  # `Sequential([...])(x)`
-        if isinstance(parent, (cst.Arg, cst.Element)):
+        if isinstance(parent, (cst.Arg, cst.Element)) and paired_target(self.index, node) is None:
             return self._used_as_part(node)
         if isinstance(parent, cst.Return):
             return self._returned_as_part(parent, depth)
@@ -971,7 +975,9 @@ class ModelGraph:
 
     def _is_instance_of_a_class(self, func: cst.BaseExpression) -> bool:
         """`func` is a name bound (once, in its scope) to a construction of a class that
-        is no loss or metric: `Encoder(...)`, `keras.layers.Dense(...)`."""
+        is no loss or metric (`Encoder(...)`, `keras.layers.Dense(...)`), or to what a
+        function of this module that builds a Keras model returns (`critic =
+        make_critic()`, also paired: `G, C = make_generator(), make_critic()`)."""
         if not isinstance(func, cst.Name):
             return False
         owner = self._owner(func, func.value)
@@ -979,16 +985,33 @@ class ModelGraph:
             self._assigned_values = {}
             for node in self.index.nodes(cst.Assign):
                 if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                    self._assigned_values.setdefault(node.targets[0].target.value, []).append(node)
-        values = [node.value for node in self._assigned_values.get(func.value, []) if scope_of(self.facts, node) is owner]
+                    self._assigned_values.setdefault(node.targets[0].target.value, []).append((node, node.value))
+                elif isinstance(node.value, (cst.Tuple, cst.List)):
+                    for element in node.value.elements:
+                        paired = paired_target(self.index, element.value)
+                        if paired is not None:
+                            self._assigned_values.setdefault(paired[0].value, []).append((node, element.value))
+        values = [value for node, value in self._assigned_values.get(func.value, []) if scope_of(self.facts, node) is owner]
         if len(values) != 1 or not isinstance(values[0], cst.Call):
             return False
+        if self._builds_a_model(values[0].func):
+            return True
         constructor = values[0].func
         last = constructor.attr.value if isinstance(constructor, cst.Attribute) else \
             constructor.value if isinstance(constructor, cst.Name) else ""
         qualified = self.facts.qualified(constructor) or ""
         return last[:1].isupper() and not qualified.startswith(("keras.losses.", "keras.metrics.")) \
             and not last.endswith(("Loss", "Metric", "Accuracy", "Checkpoint", "Optimizer"))
+
+    def _builds_a_model(self, func: cst.BaseExpression) -> bool:
+        """`func` names a function of this module whose own code constructs a Keras model."""
+        if not isinstance(func, cst.Name):
+            return False
+        for function in self.index.nodes(cst.FunctionDef):
+            if function.name.value == func.value and any(
+                    isinstance(node, cst.Call) and self.is_model_value(node) for node in self.index.descendants(function)):
+                return True
+        return False
 
     def _returned_as_part(self, returned: cst.Return, depth: int) -> bool:
         """What a function returns is a part of another model where its calls are (here,

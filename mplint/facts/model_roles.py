@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mplint.analysis.assigned_reads import paired_target
 from mplint.analysis.calls import arg_value, string_value
 from mplint.core.diagnostics import ROLE, Premise, Status
 from mplint.facts.model_graph import WRAPPERS, ModelDef, ModelGraph, Output, is_self
@@ -132,7 +133,8 @@ class ModelRoles:
             if isinstance(returned, cst.Return) and returned.value is holder:
                 position = next(i for i, e in enumerate(holder.elements) if e is parent)
                 return self._returned(returned, depth, position)
-            return None
+            paired = paired_target(self.index, node)  # `G, C = make_generator(), make_critic()`
+            return self._uses_of_name(node, paired[1], paired[0].value, depth) if paired is not None else None
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
             return self._bound(node, parent, depth)
         return None

@@ -663,10 +663,10 @@ def _images_of(path: str) -> list[tuple[str | None, tuple[int, int] | None]]:
     images = [substitute(image) for image in _FROM.findall(text)]
     found: list[tuple[str | None, tuple[int, int] | None]] = [(image, None) for image in images]
     # `RUN python3 -m pip --no-cache-dir install \` with the packages on the lines after it
-    installed = _PIP_TENSORFLOW.search(re.sub(r"\\[ \t]*\r?\n", " ", substitute(text)))
+    installed = next(pip_installed_tensorflow(re.sub(r"\\[ \t]*\r?\n", " ", substitute(text))), None)
     if installed and not any(_image_target(image) for image in images):
         # `RUN pip install ${TENSORFLOW_PIP}==${TENSORFLOW_VERSION}` on a CUDA image
-        found.append((None, (int(installed.group(1)), int(installed.group(2)))))
+        found.append((None, installed[1]))
     return found
 
 
@@ -839,8 +839,27 @@ def _image_target(image: str) -> tuple[int, int] | None:
 
 _README_NAMES = ("README.md", "README.rst", "README.txt", "README", "Readme.md", "readme.md")
 _IMAGE_REFERENCE = re.compile(r"\b((?:[\w.-]+/)*(?:tensorflow/tensorflow|nvidia/tensorflow|merlin-tensorflow[\w-]*)):([\w.-]+)")
+# `pip install tensorflow==2.3.0`, `pip install "tensorflow<2.11"`, `tensorflow-gpu>=2.4,<2.6`
 _PIP_TENSORFLOW = re.compile(
-    r"pip3?(?:\s+--?[\w-]+)*\s+install\b[^\n]*?(?<![\w-])(?:tensorflow|tensorflow-gpu|tensorflow-cpu)==(\d+)\.(\d+)")
+    r"pip3?(?:\s+--?[\w-]+)*\s+install\b[^\n]*?(?<![\w-])[\"']?((?:tensorflow|tensorflow-gpu|tensorflow-cpu)"
+    r"(?:[ \t]*(?:===?|~=|<=?|>=?|!=)[ \t]*[\w.*]+[ \t]*,?)+)")
+
+
+def pip_installed_tensorflow(text: str) -> Iterator[tuple[str, tuple[int, int]]]:
+    """Each `pip install` of TensorFlow in `text` whose version is bounded from above (an
+    exact pin, `<2.11`, `~=2.8.0`), spelled as written, with the newest TensorFlow it
+    admits; an install that admits today's TensorFlow (`>=2.4`) says nothing."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for match in _PIP_TENSORFLOW.finditer(text):
+        spelled = match.group(1).rstrip(" \t,")
+        try:
+            spec = Requirement(re.sub(r"\s+", "", spelled)).specifier
+        except InvalidRequirement:
+            continue
+        admitted = [_major_minor(v) for v in _admitted(spec, _TF_VERSIONS)]
+        if admitted and max(admitted) < _NEWEST_TRIED:
+            yield spelled, max(admitted)
 # A requirement listed on a line of its own (a "Requirements" section: `tensorflow==1.8.0`).
 _LISTED_TENSORFLOW = re.compile(r"^[ \t>*+-]*`?(?:tensorflow|tensorflow-gpu|tensorflow-cpu)\s*==\s*(\d+)\.(\d+)[\w.]*`?[ \t]*$",
                                 re.M)
@@ -899,7 +918,10 @@ def readme_target(folder: str) -> Target | None:
             if found is not None:
                 versions.append(found)
                 named.append(f"the image {image}:{tag}")
-        for match in (*_PIP_TENSORFLOW.finditer(text), *_LISTED_TENSORFLOW.finditer(text)):
+        for spelled, version in pip_installed_tensorflow(text):
+            versions.append(version)
+            named.append(f"`pip install {spelled}`")
+        for match in _LISTED_TENSORFLOW.finditer(text):
             versions.append((int(match.group(1)), int(match.group(2))))
             named.append(f"`{match.group(0).strip(' `*+->')}`")
         prose = _without_cited_titles(text)
@@ -957,9 +979,9 @@ def _declaration(text: str, magic: re.Pattern) -> tuple[tuple[int, int], str] | 
     Colab's `%tensorflow_version 1.x` (TF 1.15), else a `pip install tensorflow==X.Y`."""
     if magic.search(text):
         return (1, 15), "selects TensorFlow 1.x (`%tensorflow_version 1.x`)"
-    pinned = _PIP_TENSORFLOW.search(text)
+    pinned = next(pip_installed_tensorflow(text), None)
     if pinned:
-        return (int(pinned.group(1)), int(pinned.group(2))), f"installs tensorflow {pinned.group(1)}.{pinned.group(2)}"
+        return pinned[1], f"installs {pinned[0]}"
     return None
 
 
@@ -1238,6 +1260,7 @@ def _install_script_lines(root: str) -> list[tuple[str, str]]:
 # Versions a specifier is tried against: every TensorFlow 1.x/2.x minor and patch, and
 # Keras 2.x/3.x, so that exact pins (`==2.4.1`) and ranges are both decided.
 _TF_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (1, 2) for minor in range(0, 31) for patch in range(0, 10))
+_NEWEST_TRIED = (2, 30)  # a specifier that admits it has no upper bound
 _KERAS_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (2, 3) for minor in range(0, 31) for patch in range(0, 10))
 _TFP_VERSIONS = tuple(f"0.{minor}.{patch}" for minor in range(0, 31) for patch in range(0, 10))
 
