@@ -269,3 +269,24 @@ def test_no_keras2_scaling_fix_where_a_flag_may_pick_another_policy(cli, tmp_pat
                                                  'set_global_policy("mixed_float16")'))
     (finding,) = json.loads(cli(["--no-cache", "--output-format", "json", "model.py"], cwd=root).stdout)
     assert finding["fix"] is not None
+
+
+def test_a_loose_folder_is_its_scripts_and_packages_not_the_tree_below_it(tmp_path: Path) -> None:
+    """A script checked where no marker says where the project is (a home or temp folder)
+    has that folder as its project: its own files and its packages, not every checkout
+    below it (a script in /tmp beside 100k files of other checkouts took minutes)."""
+    from mplint.project.layout import project_files, project_root
+
+    loose = tmp_path / "scratch"
+    (loose / "helpers").mkdir(parents=True)
+    (loose / "helpers" / "__init__.py").write_text("")
+    (loose / "helpers" / "layers.py").write_text("x = 1\n")
+    (loose / "someone-elses-checkout" / "src").mkdir(parents=True)
+    (loose / "someone-elses-checkout" / "src" / "model.py").write_text("x = 1\n")
+    (loose / "train.py").write_text("from helpers.layers import x\n")
+    assert project_root(str(loose)) == str(loose)
+    assert [os.path.relpath(p, loose) for p in project_files(str(loose)).paths] == [
+        os.path.join("helpers", "__init__.py"), os.path.join("helpers", "layers.py"), "train.py"]
+    (loose / "pyproject.toml").write_text("[project]\nname = 'p'\n")  # a marker: the whole tree is the project
+    assert os.path.join("someone-elses-checkout", "src", "model.py") in [
+        os.path.relpath(p, loose) for p in project_files(str(loose)).paths]

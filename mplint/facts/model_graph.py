@@ -1005,13 +1005,18 @@ class ModelGraph:
 
     def _builds_a_model(self, func: cst.BaseExpression) -> bool:
         """`func` names a function of this module whose own code constructs a Keras model."""
-        if not isinstance(func, cst.Name):
-            return False
-        for function in self.index.nodes(cst.FunctionDef):
-            if function.name.value == func.value and any(
-                    isinstance(node, cst.Call) and self.is_model_value(node) for node in self.index.descendants(function)):
-                return True
-        return False
+        return isinstance(func, cst.Name) and func.value in self._model_builders
+
+    @cached_property
+    def _model_builders(self) -> frozenset[str]:
+        """The names of the module's functions that construct a Keras model in their code."""
+        builders = set()
+        for call in self.index.nodes(cst.Call):
+            function = self.index.function_of(call) if self.is_model_value(call) else None
+            while function is not None:  # and the functions it is nested in
+                builders.add(function.name.value)
+                function = self.index.function_of(self.index.parent_of(function))
+        return frozenset(builders)
 
     def _returned_as_part(self, returned: cst.Return, depth: int) -> bool:
         """What a function returns is a part of another model where its calls are (here,

@@ -8,7 +8,10 @@
   layout); `__init__.py` names its package.
 - The project's files are the `.py` and `.ipynb` files under the root, without the
   default excludes (`.git`, virtual environments, `build`, `site-packages`, ...);
-  symlinked folders are not followed (no loops), and a walk stops at `MAX_FILES`.
+  symlinked folders are not followed (no loops), and a walk stops at `MAX_FILES`. A
+  loose folder (no marker) is its own files and its packages' (sub-folders with an
+  `__init__.py`): a script checked in a home or temp folder does not read the whole
+  tree below it.
 """
 
 from __future__ import annotations
@@ -31,16 +34,20 @@ def project_root(folder: str) -> str:
     once)."""
     current = folder
     while True:
-        try:
-            names = set(os.listdir(current))
-        except OSError:
-            names = set()
-        if any(n in names and (n != "setup.py" or is_packaging_script(os.path.join(current, n))) for n in MARKERS):
+        if _has_marker(current):
             return current
         parent = os.path.dirname(current)
         if parent == current:
             return folder
         current = parent
+
+
+def _has_marker(folder: str) -> bool:
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return False
+    return any(n in names and (n != "setup.py" or is_packaging_script(os.path.join(folder, n))) for n in MARKERS)
 
 
 def relative_to(root: str, path: str) -> str:
@@ -90,6 +97,7 @@ def project_files(root: str) -> ProjectFiles:
     found = ProjectFiles(root)
     stack = [root]
     seen: set[tuple[int, int]] = set()
+    loose = not _has_marker(root)  # only the folder's packages below it
     while stack:
         folder = stack.pop()
         try:
@@ -106,7 +114,8 @@ def project_files(root: str) -> ProjectFiles:
             name = entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if name not in _EXCLUDED and not name.endswith(".egg-info"):
+                    if name not in _EXCLUDED and not name.endswith(".egg-info") and \
+                            (not loose or os.path.isfile(os.path.join(entry.path, "__init__.py"))):
                         folders.append(entry.path)
                 elif name.endswith((".py", ".ipynb")) and entry.is_file():
                     found.paths.append(entry.path)
