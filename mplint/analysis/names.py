@@ -8,7 +8,10 @@ its 2023 preview package).
 
 Resolution is scope-insensitive (an import anywhere in the module binds its name
 everywhere), which is what mixed-precision code in the wild needs; a name that is
-also assigned locally to something else is not treated as the import.
+also assigned locally to something else is not treated as the import. A name imported
+from two places (`from ...mixed_precision import experimental as prec`, later `from
+tensorflow.keras import mixed_precision as prec`) is, where it is read, the module of the
+last of those imports before the read in the source (the last one where none is).
 """
 
 from __future__ import annotations
@@ -84,6 +87,8 @@ class ImportTable:
 
     def __init__(self, imports: list[cst.Import], import_froms: list[cst.ImportFrom]) -> None:
         self.aliases: dict[str, str] = {}
+        # every import of a local name, in the order seen: (the import statement, target)
+        self._imports_of: dict[str, list[tuple[cst.CSTNode, str]]] = {}
         self.star_modules: list[str] = []
         self.imported_modules: set[str] = set()  # full module paths that appear in imports
         for node in imports:
@@ -92,6 +97,7 @@ class ImportTable:
                 self.imported_modules.add(full)
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     self.aliases[alias.asname.name.value] = full
+                    self._imports_of.setdefault(alias.asname.name.value, []).append((node, full))
                 else:
                     head = full.split(".", 1)[0]
                     self.aliases.setdefault(head, head)
@@ -114,10 +120,24 @@ class ImportTable:
                 # x` is `.x` and `from .. import x` is `..x` (unambiguous levels).
                 full = f"{module}.{name}" if module.strip(".") else f"{module}{name}"
                 self.aliases[local] = full
+                self._imports_of.setdefault(local, []).append((node, full))
                 self.imported_modules.add(full)
+        # names imported from more than one place: resolved where they are read
+        self.reimported = {name: entries for name, entries in self._imports_of.items()
+                           if len({target for _, target in entries}) > 1}
 
     def resolve_head(self, name: str) -> str | None:
         return self.aliases.get(name)
+
+    def import_before(self, name: str, read: cst.CSTNode, before) -> str | None:
+        """For a name imported from more than one place: the target of the last of its
+        imports before `read` in the source (`before(a, b)`: a starts before b), or None
+        where none is."""
+        found = None
+        for statement, target in self.reimported.get(name, ()):
+            if before(statement, read) and (found is None or before(found[0], statement)):
+                found = (statement, target)
+        return found[1] if found is not None else None
 
 
 class NameResolver:
@@ -141,6 +161,7 @@ class NameResolver:
         self._heads: dict[str, str | None] = {}
         self.project: "ProjectContext | None" = None  # set by the module facts
         self._reexports: dict[str, object] = {}
+        self.before = None  # the module index's source order, set by the module facts
 
     def raw(self, node: cst.BaseExpression) -> str | None:
         """Fully qualified name as imported (not canonicalised), or None."""
@@ -154,6 +175,10 @@ class NameResolver:
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
+        if head in self.table.reimported and self.before is not None:
+            here = self.table.import_before(head, node, self.before)
+            if here is not None and not self._module_assignments.get(head):
+                return f"{here}.{rest}" if rest else here
         if head not in self._heads:
             self._heads[head] = None  # guards `a = b; b = a` cycles
             self._heads[head] = self._resolve_head(head)
