@@ -193,6 +193,18 @@ def test_requirements_with_a_byte_order_mark_are_read(project, installed, encodi
     assert "requirements.txt" in target.reason
 
 
+def test_a_file_the_readme_pip_installs_with_r_is_a_requirements_file(project, installed):
+    """`pip install -r library.txt` in the README: that file pins the project's TensorFlow,
+    whatever its name; a `.txt` file no install line names pins nothing."""
+    installed({"tensorflow": "2.21.0"})
+    write(project / "library.txt", "tensorflow==2.6.2\ntensorflow-probability==0.14.1\n")
+    assert target_of(project / "m.py", TF_ONLY).keras == "keras3"  # not a requirements file yet
+    target_module.forget_project_files()
+    write(project / "README.md", "## Setup\n```\nconda create -n ce2 python=3.8\npip install -r library.txt\n```\n")
+    target = target_of(project / "m.py", TF_ONLY)
+    assert (target.keras, target.newest_tensorflow) == ("keras2", (2, 6)) and "library.txt" in target.reason
+
+
 def test_a_root_yaml_file_that_is_no_conda_environment_pins_nothing(project, installed):
     installed({"tensorflow": "2.15.0"})
     write(project / "config.yml", "model:\n  - tensorflow==2.21.0\n")

@@ -1136,6 +1136,7 @@ def _requirement_lines(root: str) -> list[tuple[str, str]]:
     req_dir = os.path.join(root, "requirements")
     if run_record.isdir(req_dir):
         candidates += [os.path.join(req_dir, n) for n in sorted(os.listdir(req_dir)) if n.endswith(".txt")]
+    candidates += [p for p in _installed_requirement_files(root) if p not in candidates]
     for path in candidates:
         try:
             for line in read_declaration(path).splitlines():
@@ -1289,6 +1290,29 @@ def _eras(spec, versions: tuple[str, ...], first_new: tuple[int, int]) -> tuple[
         if old and new:
             break
     return old, new
+
+
+# `pip install -r library.txt` in a README: that file is a requirements file, whatever its name
+_PIP_REQUIREMENTS_FILE = re.compile(r"pip3?(?:\s+--?[\w-]+)*\s+install\b[^\n]*?\s-r\s*([\w./-]+\.txt)\b")
+
+
+def _installed_requirement_files(root: str) -> list[str]:
+    """The `.txt` files of the project root that its README installs with `pip install -r`."""
+    found: list[str] = []
+    for name in _README_NAMES:
+        path = os.path.join(root, name)
+        if not run_record.isfile(path):
+            continue
+        try:
+            text = read_declaration(path, 200_000)
+        except OSError:
+            continue
+        for match in _PIP_REQUIREMENTS_FILE.finditer(text):
+            listed = os.path.normpath(os.path.join(root, match.group(1)))
+            if os.path.dirname(listed) == os.path.normpath(root) and run_record.isfile(listed) and listed not in found:
+                found.append(listed)
+        break
+    return found
 
 
 @lru_cache(maxsize=64)
