@@ -23,7 +23,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import audit  # noqa: E402
+import audit
 
 MIN_LABELLED = 5
 MEDIUM_BELOW = 1 / 3  # fewer than one finding in three true

@@ -352,8 +352,9 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
             if target.dated is not None and fix is not None:
                 # Only the date bounds it: the code may run on a TensorFlow before 2.4, which
                 # has no stable API for the fix to write (unsafe, as the target is inferred).
-                detail = "; ".join(p for p in (detail, "the fix writes the stable API, which needs TF 2.4: only the "
-                                               "repository's last commit bounds this project's TensorFlow") if p)
+                needs = ("the fix writes the stable API, which needs TF 2.4: only the repository's last commit "
+                         "bounds this project's TensorFlow")
+                detail = "; ".join(p for p in (detail, needs) if p)
             detail = "; ".join(p for p in (detail, _dated_note(target)) if p)
         super().report(node, message, fix=fix, severity=severity, premises=premises, detail=detail)
 
