@@ -897,50 +897,57 @@ def _without_cited_titles(text: str) -> str:
     return _LINK.sub(cited, text)
 
 
+def _readme(folder: str) -> tuple[str, str] | None:
+    """(name, text) of a folder's README (the first of `_README_NAMES` there), or None."""
+    for name in _README_NAMES:
+        path = os.path.join(folder, name)
+        if run_record.isfile(path):
+            try:
+                return name, read_declaration(path, 200_000)
+            except OSError:
+                return None
+    return None
+
+
 @lru_cache(maxsize=1024)
 def readme_target(folder: str) -> Target | None:
     """What a folder's README says the code runs on: a TensorFlow image, a `pip install
     tensorflow==X.Y` line, or "TensorFlow X.Y" in its prose. Every version it names must
     agree on the Keras (and on TensorFlow before 2.4, for the experimental API);
     otherwise it decides nothing."""
-    for name in _README_NAMES:
-        path = os.path.join(folder, name)
-        if not run_record.isfile(path):
-            continue
-        try:
-            text = read_declaration(path, 200_000)
-        except OSError:
-            return None
-        versions: list[tuple[int, int]] = []
-        named: list[str] = []
-        for image, tag in _IMAGE_REFERENCE.findall(text):
-            found = _image_target(f"{image}:{tag}")
-            if found is not None:
-                versions.append(found)
-                named.append(f"the image {image}:{tag}")
-        for spelled, version in pip_installed_tensorflow(text):
-            versions.append(version)
-            named.append(f"`pip install {spelled}`")
-        for match in _LISTED_TENSORFLOW.finditer(text):
+    readme = _readme(folder)
+    if readme is None:
+        return None
+    name, text = readme
+    versions: list[tuple[int, int]] = []
+    named: list[str] = []
+    for image, tag in _IMAGE_REFERENCE.findall(text):
+        found = _image_target(f"{image}:{tag}")
+        if found is not None:
+            versions.append(found)
+            named.append(f"the image {image}:{tag}")
+    for spelled, version in pip_installed_tensorflow(text):
+        versions.append(version)
+        named.append(f"`pip install {spelled}`")
+    for match in _LISTED_TENSORFLOW.finditer(text):
+        versions.append((int(match.group(1)), int(match.group(2))))
+        named.append(f"`{match.group(0).strip(' `*+->')}`")
+    prose = _without_cited_titles(text)
+    for match in _PROSE_VERSION.finditer(prose):
+        if int(match.group(1)) in (1, 2):
             versions.append((int(match.group(1)), int(match.group(2))))
-            named.append(f"`{match.group(0).strip(' `*+->')}`")
-        prose = _without_cited_titles(text)
-        for match in _PROSE_VERSION.finditer(prose):
-            if int(match.group(1)) in (1, 2):
-                versions.append((int(match.group(1)), int(match.group(2))))
-                named.append(f'"{match.group(0)}"')
-        majors = [m.group(0) for m in _MAJOR_ONLY.finditer(prose) if m.group(1) == "1"]
-        if _TENSORFLOW2_MENTION.search(prose) is not None:
-            if all(v < (2, 0) for v in versions):
-                versions = []  # TF 1.x beside "TF2": the README decides nothing
-        elif majors and all(v < (2, 0) for v in versions):  # "TensorFlow1" and nothing of TF 2
-            versions.append((1, 15))
-            named.append(f'"{majors[0]}"')
-        if not versions:
-            return None
-        shown = list(dict.fromkeys(named))
-        return _target_of_versions(versions, f"{name} names {', '.join(shown[:2])}" + (" ..." if len(shown) > 2 else ""))
-    return None
+            named.append(f'"{match.group(0)}"')
+    majors = [m.group(0) for m in _MAJOR_ONLY.finditer(prose) if m.group(1) == "1"]
+    if _TENSORFLOW2_MENTION.search(prose) is not None:
+        if all(v < (2, 0) for v in versions):
+            versions = []  # TF 1.x beside "TF2": the README decides nothing
+    elif majors and all(v < (2, 0) for v in versions):  # "TensorFlow1" and nothing of TF 2
+        versions.append((1, 15))
+        named.append(f'"{majors[0]}"')
+    if not versions:
+        return None
+    shown = list(dict.fromkeys(named))
+    return _target_of_versions(versions, f"{name} names {', '.join(shown[:2])}" + (" ..." if len(shown) > 2 else ""))
 
 
 def _target_of_versions(versions: list[tuple[int, int]], reason: str) -> Target | None:
@@ -1299,19 +1306,11 @@ _PIP_REQUIREMENTS_FILE = re.compile(r"pip3?(?:\s+--?[\w-]+)*\s+install\b[^\n]*?\
 def _installed_requirement_files(root: str) -> list[str]:
     """The `.txt` files of the project root that its README installs with `pip install -r`."""
     found: list[str] = []
-    for name in _README_NAMES:
-        path = os.path.join(root, name)
-        if not run_record.isfile(path):
-            continue
-        try:
-            text = read_declaration(path, 200_000)
-        except OSError:
-            continue
-        for match in _PIP_REQUIREMENTS_FILE.finditer(text):
-            listed = os.path.normpath(os.path.join(root, match.group(1)))
-            if os.path.dirname(listed) == os.path.normpath(root) and run_record.isfile(listed) and listed not in found:
-                found.append(listed)
-        break
+    readme = _readme(root)
+    for match in _PIP_REQUIREMENTS_FILE.finditer(readme[1] if readme is not None else ""):
+        listed = os.path.normpath(os.path.join(root, match.group(1)))
+        if os.path.dirname(listed) == os.path.normpath(root) and run_record.isfile(listed) and listed not in found:
+            found.append(listed)
     return found
 
 
