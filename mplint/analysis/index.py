@@ -175,6 +175,14 @@ class ModuleIndex:
     def class_of(self, node: cst.CSTNode) -> cst.ClassDef | None:
         return self.enclosing(node, cst.ClassDef)
 
+    def init_of(self, node: cst.CSTNode, classdef: cst.ClassDef) -> cst.FunctionDef | None:
+        """The `__init__` of `classdef` that `node` is written in (directly, not in a
+        nested function), or None."""
+        init = self.function_of(node)
+        if init is None or init.name.value != "__init__" or self.class_of(init) is not classdef:
+            return None
+        return init
+
     def top_level_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The statement directly in the module's body that holds `node` (None for the
         module itself)."""

@@ -96,8 +96,8 @@ def _attribute_truth(facts: ModuleFacts, test: cst.Attribute) -> tuple[bool, str
     if len(stores) != 1 or not isinstance(stores[0], cst.Assign) or not isinstance(stores[0].value, cst.Name) \
             or not all(_is_self_attribute(t, name) for t in assignment_targets(stores[0])):
         return None  # set more than once, or from outside the class
-    init = index.enclosing(stores[0], cst.FunctionDef)
-    if init is None or init.name.value != "__init__" or index.enclosing(init, cst.ClassDef) is not classdef:
+    init = index.init_of(stores[0], classdef)
+    if init is None:
         return None
     branch = index.enclosing(stores[0], cst.If, cst.For, cst.While, cst.Try, cst.With)
     if branch is not None and index.contains(init, branch):

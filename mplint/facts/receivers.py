@@ -48,8 +48,7 @@ def _constructed_attribute(facts: ModuleFacts, attribute: cst.Attribute) -> str 
                       and t.attr.value == name for t in assignment_targets(a))]
     if len(stores) != 1 or not isinstance(stores[0], cst.Assign) or not isinstance(stores[0].value, cst.Call):
         return None
-    init = index.enclosing(stores[0], cst.FunctionDef)
-    if init is None or init.name.value != "__init__" or index.enclosing(init, cst.ClassDef) is not classdef:
+    if index.init_of(stores[0], classdef) is None:
         return None
     return facts.names.raw(stores[0].value.func)
 

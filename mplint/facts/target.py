@@ -857,7 +857,7 @@ def pip_installed_tensorflow(text: str) -> Iterator[tuple[str, tuple[int, int]]]
             spec = Requirement(re.sub(r"\s+", "", spelled)).specifier
         except InvalidRequirement:
             continue
-        admitted = [_major_minor(v) for v in _admitted(spec, _TF_VERSIONS)]
+        admitted = _admitted_minors(spec, _TF_VERSIONS)
         if admitted and max(admitted) < _NEWEST_TRIED:
             yield spelled, max(admitted)
 # A requirement listed on a line of its own (a "Requirements" section: `tensorflow==1.8.0`).
@@ -1273,6 +1273,11 @@ _KERAS_VERSIONS = tuple(f"{major}.{minor}.{patch}" for major in (2, 3) for minor
 _TFP_VERSIONS = tuple(f"0.{minor}.{patch}" for minor in range(0, 31) for patch in range(0, 10))
 
 
+def _admitted_minors(spec, versions: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(major, minor) of each version `spec` admits (`_admitted`)."""
+    return [_major_minor(v) for v in _admitted(spec, versions)]
+
+
 def _admitted(spec, versions: tuple[str, ...]) -> list[str]:
     """The versions a specifier admits; a pin of a pre-release or nightly
     (`tf-nightly==2.8.0.dev20211104`, `==2.5.0rc1`) stands for its release."""
@@ -1405,7 +1410,7 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
         if name in _TF_DISTRIBUTIONS:
             # every TensorFlow the pin admits, read once: the newest decides the era and
             # whether the stable mixed-precision API (2.4) or TF 2 itself is there yet
-            admitted = [_major_minor(v) for v in _admitted(spec, _TF_VERSIONS)]
+            admitted = _admitted_minors(spec, _TF_VERSIONS)
             if admitted and max(admitted) < (2, 16):
                 newest = max(admitted)
                 return Target(KERAS2, f"{source} pins {line} (Keras 2 era)", before_stable_api=newest < (2, 4),
@@ -1415,7 +1420,7 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
                               newest_tensorflow=max(admitted))
         elif name == "keras":
             old, new = _eras(spec, _KERAS_VERSIONS, (3, 0))
-            admitted = [_major_minor(v) for v in _admitted(spec, _KERAS_VERSIONS)]
+            admitted = _admitted_minors(spec, _KERAS_VERSIONS)
             if admitted and max(admitted) < (2, 4):
                 # multi-backend Keras (2.3.1 was its last release) ran on TF 1.x to 2.2; Keras
                 # 2.4 was the first to need TF 2.2 and become a front for tf.keras
