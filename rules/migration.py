@@ -701,7 +701,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                     and isinstance(assign.targets[0].target, cst.Name) and isinstance(statement, cst.SimpleStatementLine) \
                     and len(statement.body) == 1:
                 name = assign.targets[0].target.value
-                uses = [n for n in facts.index.nodes(cst.Name) if n.value == name and n is not assign.targets[0].target]
+                uses = [n for n in facts.index.names(name) if n is not assign.targets[0].target]
                 if uses:
                     message += "; its arguments are mapped where it is passed to a LossScaleOptimizer"
                     self._not_blocking.add(id(node))

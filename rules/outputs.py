@@ -79,9 +79,7 @@ def _read_only_as_policies(facts, expr: cst.BaseExpression | None, literal: cst.
         return True
     if not isinstance(expr, cst.Name):
         return False
-    for node in facts.index.nodes(cst.Name):
-        if node.value != expr.value:
-            continue
+    for node in facts.index.names(expr.value):
         holder = facts.index.parent_of(node)
         if isinstance(holder, (cst.AssignTarget, cst.Param)):
             continue

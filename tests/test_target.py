@@ -205,6 +205,34 @@ def test_a_file_the_readme_pip_installs_with_r_is_a_requirements_file(project, i
     assert (target.keras, target.newest_tensorflow) == ("keras2", (2, 6)) and "library.txt" in target.reason
 
 
+def test_a_file_pinning_two_tensorflows_no_version_satisfies_makes_the_target_conflicting(project, installed):
+    """`tensorflow==2.12.0` beside `tensorflow_gpu==2.1.0`: which one runs depends on pip's
+    install order. The Keras (2 for both) stands; the version does not, so the premise is
+    conflicting and a finding that rests on it leaves the default tier."""
+    from mplint.facts.premises import target_premise
+    from mplint.core.diagnostics import Status
+
+    installed({"tensorflow": "2.21.0"})
+    write(project / "requirements.txt", "numpy==1.19.5\ntensorflow==2.12.0\ntensorflow_gpu==2.1.0\n")
+    target = target_of(project / "m.py", TF_ONLY)
+    assert (target.keras, target.newest_tensorflow) == ("keras2", None)
+    assert "tensorflow_gpu==2.1.0" in target.conflict
+    module = cst.parse_module(TF_ONLY)
+    facts = ModuleFacts(module, TF_ONLY, str(project / "m.py"))
+    assert target_premise(facts).status == Status.CONFLICTING
+
+
+@pytest.mark.parametrize("pins", [
+    "tensorflow>=2.4\ntensorflow-gpu==2.4.1\n",  # one version satisfies both
+    'tensorflow==2.12.0; sys_platform != "darwin"\ntensorflow-macos==2.9.0; sys_platform == "darwin"\n',
+])
+def test_pins_that_agree_or_are_for_other_platforms_conflict_in_nothing(project, installed, pins):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "requirements.txt", pins)
+    target = target_of(project / "m.py", TF_ONLY)
+    assert target.keras == "keras2" and target.conflict is None
+
+
 def test_a_root_yaml_file_that_is_no_conda_environment_pins_nothing(project, installed):
     installed({"tensorflow": "2.15.0"})
     write(project / "config.yml", "model:\n  - tensorflow==2.21.0\n")

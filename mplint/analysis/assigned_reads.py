@@ -27,7 +27,7 @@ def reads_of_assigned(index: ModuleIndex, value: cst.CSTNode) -> list[cst.Name] 
 def reads_after(index: ModuleIndex, binding: cst.CSTNode, name: str) -> list[cst.Name]:
     """The reads of `name` in the scope of `binding` (a statement that binds it) after it."""
     scope = index.scope_of(binding)
-    return [n for n in index.nodes(cst.Name) if n.value == name and index.scope_of(n) is scope
+    return [n for n in index.names(name) if index.scope_of(n) is scope
             and index.before(binding, n) and not index.contains(binding, n)]
 
 

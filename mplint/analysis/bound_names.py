@@ -51,7 +51,6 @@ class BoundNames:
         self._bound_anywhere: set[str] = set()
         self._star_import = False
         self._cells: dict[int, int] | None = None
-        self._loaded: dict[str, list[cst.Name]] | None = None
         self._collect()
 
     # -- collecting ----------------------------------------------------------------
@@ -189,12 +188,7 @@ class BoundNames:
 
     def _used_without_binding(self, name: str, at: cst.CSTNode) -> bool:
         """The module already uses `name` (never binding it) where `at` can see it."""
-        if self._loaded is None:
-            loaded: dict[str, list[cst.Name]] = {}
-            for node in self.index.nodes(cst.Name):
-                loaded.setdefault(node.value, []).append(node)
-            self._loaded = loaded
-        uses = self._loaded.get(name, [])
+        uses = self.index.names(name)
         if not self.notebook:
             return bool(uses)
         cell = self._cell_of(at)

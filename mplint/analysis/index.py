@@ -125,6 +125,17 @@ class ModuleIndex:
         """All nodes of exactly this type, in source order."""
         return self.by_type.get(node_type, [])  # type: ignore[return-value]
 
+    def names(self, value: str) -> list[cst.Name]:
+        """Every `Name` node spelled `value`, in source order (grouped on first use: a
+        fact that asks for one name's reads per finding stays linear in the module)."""
+        grouped = self.__dict__.get("_names_by_value")
+        if grouped is None:
+            grouped = defaultdict(list)
+            for node in self.nodes(cst.Name):
+                grouped[node.value].append(node)
+            self._names_by_value = grouped
+        return grouped.get(value, [])
+
     def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parent.get(id(node))
 

@@ -16,6 +16,7 @@ last of those imports before the read in the source (the last one where none is)
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from functools import lru_cache
 from typing import Any
 
@@ -125,19 +126,21 @@ class ImportTable:
         # names imported from more than one place: resolved where they are read
         self.reimported = {name: entries for name, entries in self._imports_of.items()
                            if len({target for _, target in entries}) > 1}
+        self._ordered_imports: dict[str, list[tuple[int, str]]] = {}
 
     def resolve_head(self, name: str) -> str | None:
         return self.aliases.get(name)
 
-    def import_before(self, name: str, read: cst.CSTNode, before) -> str | None:
+    def import_before(self, name: str, read: cst.CSTNode, position) -> str | None:
         """For a name imported from more than one place: the target of the last of its
-        imports before `read` in the source (`before(a, b)`: a starts before b), or None
-        where none is."""
-        found = None
-        for statement, target in self.reimported.get(name, ()):
-            if before(statement, read) and (found is None or before(found[0], statement)):
-                found = (statement, target)
-        return found[1] if found is not None else None
+        imports before `read` in the source (`position(node)`: where a node starts in source
+        order), or None where none is."""
+        ordered = self._ordered_imports.get(name)
+        if ordered is None:
+            ordered = sorted((position(statement), target) for statement, target in self.reimported.get(name, ()))
+            self._ordered_imports[name] = ordered
+        at = bisect_left(ordered, (position(read),))
+        return ordered[at - 1][1] if at else None
 
 
 class NameResolver:
@@ -161,7 +164,7 @@ class NameResolver:
         self._heads: dict[str, str | None] = {}
         self.project: "ProjectContext | None" = None  # set by the module facts
         self._reexports: dict[str, object] = {}
-        self.before = None  # the module index's source order, set by the module facts
+        self.position = None  # the module index's source order, set by the module facts
 
     def raw(self, node: cst.BaseExpression) -> str | None:
         """Fully qualified name as imported (not canonicalised), or None."""
@@ -175,8 +178,8 @@ class NameResolver:
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
-        if head in self.table.reimported and self.before is not None:
-            here = self.table.import_before(head, node, self.before)
+        if head in self.table.reimported and self.position is not None:
+            here = self.table.import_before(head, node, self.position)
             if here is not None and not self._module_assignments.get(head):
                 return f"{here}.{rest}" if rest else here
         if head not in self._heads:

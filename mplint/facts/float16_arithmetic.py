@@ -144,8 +144,8 @@ class Float16Arithmetic:
             return []
         target = assign.targets[0].target
         scope = self.index.scope_of(assign)
-        return [use for use in self.index.nodes(cst.Name)
-                if use.value == target.value and use is not target and self.index.before(assign, use)
+        return [use for use in self.index.names(target.value)
+                if use is not target and self.index.before(assign, use)
                 and self.index.scope_of(use) is scope and not self._is_store(use)
                 and not any(a is assign for a in self.index.ancestors(use))]  # `x = tf.cast(x, ...)` reads the old x
 

@@ -86,7 +86,7 @@ def never_built(facts: "ModuleFacts", call: cst.Call) -> bool:
         return False
     name = parent.targets[0].target.value
     scope = facts.index.scope_of(call)
-    uses = [n for n in facts.index.nodes(cst.Name) if n.value == name and n is not parent.targets[0].target
+    uses = [n for n in facts.index.names(name) if n is not parent.targets[0].target
             and facts.index.scope_of(n) is scope]
     if not uses:
         return False

@@ -256,7 +256,6 @@ class ModelGraph:
         self.index = facts.index
         self.bindings = BindingTable(facts)
         self._class_kinds = self._local_classes()
-        self._names_by_value: dict[str, list[cst.Name]] | None = None
         self._loads_by_owner: dict[str, dict[int, list[cst.Name]]] = {}
         self._calls_by_func_name: dict[str, list[cst.Call]] | None = None
         self._assigned_values: dict[str, list[tuple[cst.Assign, cst.BaseExpression]]] | None = None
@@ -398,11 +397,7 @@ class ModelGraph:
         owners = self._loads_by_owner.get(name)
         if owners is None:
             owners = {}
-            if self._names_by_value is None:
-                self._names_by_value = {}
-                for node in self.index.nodes(cst.Name):
-                    self._names_by_value.setdefault(node.value, []).append(node)
-            for node in self._names_by_value.get(name, []):
+            for node in self.index.names(name):
                 if self._is_load(node):
                     owners.setdefault(id(self._owner(node, name)), []).append(node)
             self._loads_by_owner[name] = owners

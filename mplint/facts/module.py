@@ -59,7 +59,7 @@ class ModuleFacts:
         self.imports = ImportTable(self.index.nodes(cst.Import), self.index.nodes(cst.ImportFrom))
         self.names = NameResolver(self.imports, self.bindings.module_values, self.bindings.all_values)
         self.names.project = project
-        self.names.before = self.index.before  # a re-imported name is its import before the read
+        self.names.position = self.index.position_in_order  # a re-imported name is its import before the read
         self.values = ValueResolver(self.index, self.bindings, self.names)
         self.values.call_graph = lambda: self.call_graph
         self.values.project = project

@@ -150,8 +150,8 @@ def _handed_on(facts: ModuleFacts, classdef: cst.ClassDef) -> bool:
     """Whether the module uses the class other than by calling it, subclassing it or
     reading its attributes (`factory = Trainer`: whoever calls `factory` is not seen)."""
     index = facts.index
-    for name in index.nodes(cst.Name):
-        if name.value != classdef.name.value or name is classdef.name:
+    for name in index.names(classdef.name.value):
+        if name is classdef.name:
             continue
         parent = index.parent_of(name)
         if isinstance(parent, cst.Call) and parent.func is name:

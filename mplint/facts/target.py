@@ -527,7 +527,8 @@ def project_tensorflow(folder: str) -> Target | None:
 def _with_tensorflow_of(target: Target, other: Target) -> Target:
     """`target`'s Keras with what `other` (which names TensorFlow) says of TensorFlow."""
     return replace(target, reason=f"{target.reason}; {other.reason}", before_stable_api=other.before_stable_api,
-                   tf1=other.tf1, names_tensorflow=True, newest_tensorflow=other.newest_tensorflow)
+                   tf1=other.tf1, names_tensorflow=True, newest_tensorflow=other.newest_tensorflow,
+                   conflict=target.conflict or other.conflict)
 
 
 def _folder_notes(folder: str) -> Target | None:
@@ -1358,7 +1359,31 @@ def project_pins(root: str | None) -> Target | None:
     for requirement, line, source in required:
         if requirement.name.lower().replace("_", "-") == "tf-keras":
             return Target(KERAS2, f"{source} depends on tf-keras")
-    return _decided_by_pins(required) or _decided_by_pins(optional)
+    return _self_contradicting_pins(required) or _decided_by_pins(required) or _decided_by_pins(optional)
+
+
+def _self_contradicting_pins(requirements: list) -> Target | None:
+    """A file that pins TensorFlows no one version satisfies (`tensorflow==2.12.0` beside
+    `tensorflow_gpu==2.1.0`): which one runs depends on the order pip installs them, so
+    the TensorFlow version is conflicting (the Keras too, where the pins span Keras 3).
+    Pins under environment markers are for different platforms and contradict nothing."""
+    pins: dict[str, list[tuple[set, str]]] = {}
+    for requirement, line, source in requirements:
+        name = requirement.name.lower().replace("_", "-")
+        if name in _TF_DISTRIBUTIONS and str(requirement.specifier) and requirement.marker is None:
+            admitted = set(_admitted_minors(requirement.specifier, _TF_VERSIONS))
+            if admitted:
+                pins.setdefault(source, []).append((admitted, line))
+    for source, found in pins.items():
+        if len(found) < 2 or set.intersection(*(admitted for admitted, _ in found)):
+            continue
+        (first, line), *others = found
+        eras = {KERAS2 if minor < (2, 16) else KERAS3 for admitted, _ in found for minor in admitted}
+        keras = eras.pop() if len(eras) == 1 else (KERAS2 if max(first) < (2, 16) else KERAS3)
+        also = ", ".join(f"`{other}`" for _, other in others)
+        return Target(keras, f"{source} pins {line}", names_tensorflow=True,
+                      conflict=f"it also pins {also}: which TensorFlow runs depends on the order pip installs them")
+    return None
 
 
 # Packages released in lockstep with TensorFlow: their version pins TensorFlow's
