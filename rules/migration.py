@@ -334,9 +334,17 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         return f"was removed (TF 2.21: {error})"
 
     def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, severity: Severity | None = None,
-               premises=(), detail: str = "") -> None:
+               premises=(), detail: str = "", on_every_tensorflow: bool = False) -> None:
+        """`on_every_tensorflow`: the use fails on every TensorFlow (`set_policy` of the stable
+        module), so no version of the project's makes it deprecated-but-working."""
         target = self.facts.tensorflow_target
-        if target.before_stable_api:
+        if on_every_tensorflow:
+            if target.before_stable_api:
+                # its TensorFlow has no `set_global_policy` for the fix to write
+                detail = "; ".join(p for p in (detail, "no fix before TF 2.4, whose only spelling is "
+                                               "`mixed_precision.experimental.set_policy`") if p)
+                fix = None
+        elif target.before_stable_api:
             # Right where it runs now; the stable API the fix writes does not exist there.
             message += " when the project moves to TF 2.4 or newer"
             detail = "; ".join(p for p in (detail, "no fix before: its TensorFlow has no other API", _dated_note(target))
@@ -670,6 +678,7 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
                     f"`{node.attr.value}` is `{new_name}` since TF 2.4" + ("" if experimental else
                     f" (the stable `mixed_precision` module never had `{node.attr.value}`: AttributeError)"),
                     fix=self.fix(f"Use `{new_name}`", [ReplaceText(node.attr, new_name)]),
+                    on_every_tensorflow=not experimental,
                 )
 
     # -- tf.mixed_precision.experimental loss-scale objects ------------------------------------
@@ -931,8 +940,10 @@ class GraphRewriteApi(MigrationRule):
         optimizer = arg_value(call, 0, "opt")
         family = optimizer_family(facts, optimizer)
         declared = project_tensorflow(os.path.dirname(os.path.abspath(facts.path)))
-        if declared is not None and declared.tf1:
-            return  # the project runs TF 1.x (its pins or image), whose mixed-precision API this is: nothing to change there
+        if (declared is not None and declared.tf1) or facts.target.tf1_code:
+            # the project runs TF 1.x (its pins or image), or the file can run nowhere else (it
+            # calls `tf.Session`, `tf.contrib`): this is that TensorFlow's mixed-precision API
+            return
         if family == V1 or (family is None and is_tf1_graph_code(facts)):
             self.report(call, _tf1_rewrite_message(spelled, compat, family), severity=Severity.INFO)
             return

@@ -169,3 +169,25 @@ def test_the_tensorflow_of_the_cloud_tpu_a_script_creates_is_the_projects(cli, t
     write(tmp_path / script, "# " + words.replace("\n", "\n# "))  # a commented-out command declares nothing
     forget_project_files()  # one process runs both checks: read the project's files again
     assert {f["severity"] for f in _findings(cli, tmp_path, "MP401")} == {"error"}
+
+
+STABLE_SET_POLICY = (
+    "import tensorflow as tf\n"
+    "from tensorflow.keras import mixed_precision\n"
+    "mixed_precision.set_policy(mixed_precision.Policy('mixed_float16'))\n"
+)
+
+
+@pytest.mark.parametrize("pin, fixed", [("tensorflow==2.4.1\n", True), ("tensorflow==2.3.0\n", False)])
+def test_set_policy_of_the_stable_module_fails_on_every_tensorflow(cli, tmp_path, pin, fixed):
+    """The stable `mixed_precision` module never had `set_policy`: an AttributeError on the
+    project's own TensorFlow too, so no "still has it" and no info. Before TF 2.4 there is no
+    `set_global_policy` for the fix to write."""
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "requirements.txt", pin)
+    write(tmp_path / "train.py", STABLE_SET_POLICY)
+    findings = _findings(cli, tmp_path, "MP401")
+    assert [f["severity"] for f in findings] == ["error"]
+    assert "never had `set_policy`: AttributeError" in findings[0]["message"]
+    assert "still has it" not in findings[0]["message"] and "moves to TF 2.4" not in findings[0]["message"]
+    assert (findings[0]["fix"] is not None) == fixed

@@ -222,6 +222,38 @@ def test_a_file_pinning_two_tensorflows_no_version_satisfies_makes_the_target_co
     assert target_premise(facts).status == Status.CONFLICTING
 
 
+@pytest.mark.parametrize("script, newest", [
+    # a Singularity image built from NGC, named after its tag
+    ("CONTAINER=/home/me/tensorflow-20.08-tf2-py3.simg\nsingularity exec --nv $CONTAINER python main.py\n", (2, 3)),
+    ("docker run --gpus all nvcr.io/nvidia/tensorflow:21.07-tf2-py3 python main.py\n", (2, 5)),
+    ("singularity exec docker://tensorflow/tensorflow:2.6.0-gpu python main.py\n", (2, 6)),
+])
+def test_the_image_a_job_script_runs_the_code_in_names_its_tensorflow(project, installed, script, newest):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "setup.cfg", "[metadata]\nname = skeleton\n")
+    write(project / "submit_scripts" / "gpu_job.sh", "#!/bin/bash\n#CONTAINER=/x/tensorflow-23.03-tf2-py3.sif\n" + script)
+    target = target_of(project / "main.py", TF_ONLY)
+    assert (target.keras, target.newest_tensorflow) == ("keras2", newest)
+    assert "submit_scripts/gpu_job.sh runs in" in target.reason
+
+
+def test_a_commented_out_image_in_a_job_script_says_nothing(project, installed):
+    installed({"tensorflow": "2.21.0"})
+    write(project / "scripts" / "job.sh", "# docker run nvcr.io/nvidia/tensorflow:20.08-tf2-py3 python main.py\n")
+    assert target_of(project / "main.py", TF_ONLY).reason.startswith("installed tensorflow 2.21.0")
+
+
+def test_a_tensorflow_pin_decides_before_a_keras_pin_listed_above_it(project, installed):
+    """A conda file listing `keras==2.6.0` above `tensorflow==2.6.1` (alphabetical): the Keras
+    pin says Keras 2, only the TensorFlow pin says which TensorFlow (2.6, where the
+    experimental API is deprecated, not removed)."""
+    installed({"tensorflow": "2.21.0"})
+    write(project / "env.yml", "name: lamp\ndependencies:\n  - python=3.8\n  - pip:\n    - keras==2.6.0\n"
+                               "    - tensorflow==2.6.1\n")
+    target = target_of(project / "m.py", TF_ONLY)
+    assert (target.keras, target.newest_tensorflow) == ("keras2", (2, 6)) and "tensorflow==2.6.1" in target.reason
+
+
 @pytest.mark.parametrize("pins", [
     "tensorflow>=2.4\ntensorflow-gpu==2.4.1\n",  # one version satisfies both
     'tensorflow==2.12.0; sys_platform != "darwin"\ntensorflow-macos==2.9.0; sys_platform == "darwin"\n',

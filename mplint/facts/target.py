@@ -699,7 +699,7 @@ def _target_of_images(images: list[tuple[str, str | None, tuple[int, int] | None
         if image is None:
             version, what = installed, f"{name} installs tensorflow {installed[0]}.{installed[1]}"
         else:
-            version, what = _image_target(image), f"{name} builds on {image}"
+            version, what = _image_target(image), f"{name} {_uses(name)} {image}"
         if version is None:
             continue
         seen.add(name)
@@ -774,17 +774,22 @@ def container_target(root: str | None) -> Target | None:
     TensorFlow image of each): where they disagree on the Keras, none."""
     if root is None:
         return None
-    return _target_of_images(list(_dockerfile_images(root)))
+    return _target_of_images(list(_dockerfile_images(root)) + list(_script_images(root)))
 
 
 def _ngc_image(root: str) -> str | None:
-    for name, image, _ in _dockerfile_images(root):
+    for name, image, _ in _dockerfile_images(root) + _script_images(root):
         if image is None:
             continue
         repository = image.partition(":")[0]
         if repository.endswith("nvidia/tensorflow") or "nvidia/merlin/merlin-tensorflow" in repository:
-            return f"{name} builds on {image}"
+            return f"{name} {_uses(name)} {image}"
     return None
+
+
+def _uses(name: str) -> str:
+    """How a declaration uses its image: a Dockerfile builds on it, a script runs in it."""
+    return "runs in" if name.endswith(".sh") else "builds on"
 
 
 @lru_cache(maxsize=1024)
@@ -1211,14 +1216,50 @@ _TPU_VERSION = re.compile(r"--(?:tf-version|version|runtime-version)[= ]+['\"]?(
 _SCRIPT_FOLDERS = ("tools", "scripts", "bin")
 
 
+def _shell_scripts(root: str) -> list[str]:
+    """A folder's shell scripts: at its top, and in `tools/`, `scripts/`, `bin/` or a
+    folder named like them (`submit_scripts/`, `job-scripts/`)."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    paths = [os.path.join(root, n) for n in names if n.endswith(".sh")]
+    for folder in names:
+        if folder in _SCRIPT_FOLDERS or folder.lower().endswith(("_scripts", "-scripts")):
+            path = os.path.join(root, folder)
+            if run_record.isdir(path):
+                paths += [os.path.join(path, n) for n in sorted(os.listdir(path)) if n.endswith(".sh")]
+    return paths
+
+
+# An image a job script runs the code in: `docker run nvcr.io/nvidia/tensorflow:20.08-tf2-py3`,
+# `singularity exec docker://tensorflow/tensorflow:2.4.1-gpu`, or a Singularity image built
+# from NGC and named after its tag (`CONTAINER=$HOME/tensorflow-20.08-tf2-py3.simg`).
+_NGC_IMAGE_FILE = re.compile(r"\btensorflow[-_:](\d\d\.\d\d-tf[12](?:-py3)?)[\w.-]*?\.(?:simg|sif|sqsh)\b")
+
+
+@lru_cache(maxsize=1024)
+def _script_images(root: str) -> tuple[tuple[str, str | None, tuple[int, int] | None], ...]:
+    """(script, image, None) for each TensorFlow image a folder's shell scripts run code in
+    (lines that are not comments)."""
+    found = []
+    for path, text in _script_texts(_shell_scripts(root)):
+        if "tensorflow" not in text:
+            continue
+        name = os.path.relpath(path, root).replace(os.sep, "/")
+        for line in text.splitlines():
+            if line.lstrip().startswith("#"):
+                continue
+            images = [f"{repository}:{tag}" for repository, tag in _IMAGE_REFERENCE.findall(line)]
+            images += [f"nvcr.io/nvidia/tensorflow:{tag}" for tag in _NGC_IMAGE_FILE.findall(line)]
+            found += [(name, image, None) for image in images]
+    return tuple(found)
+
+
 def _tpu_runtime_lines(root: str) -> list[tuple[str, str]]:
     """The TensorFlow of the Cloud TPUs a project's shell scripts create (at the root, or in
     `tools/`, `scripts/`, `bin/`): the code runs on that TensorFlow."""
-    paths = [os.path.join(root, n) for n in sorted(os.listdir(root)) if n.endswith(".sh")]
-    for folder in _SCRIPT_FOLDERS:
-        path = os.path.join(root, folder)
-        if run_record.isdir(path):
-            paths += [os.path.join(path, n) for n in sorted(os.listdir(path)) if n.endswith(".sh")]
+    paths = _shell_scripts(root)
     found = []
     for path, text in _script_texts(paths):
         if "tpu" not in text:
@@ -1405,7 +1446,11 @@ def _decided_by_pins(requirements: list) -> Target | None:
 
 def _decided_by(requirements: list, companions: bool) -> Target | None:
     """TensorFlow and Keras pins first; then the pins of packages released with
-    TensorFlow (which say its version indirectly)."""
+    TensorFlow (which say its version indirectly). A TensorFlow pin decides before a Keras
+    one wherever either is listed (`keras==2.6.0` above `tensorflow==2.6.1` in a conda
+    file): only it says which TensorFlow runs."""
+    if not companions:
+        requirements = sorted(requirements, key=lambda r: r[0].name.lower().replace("_", "-") not in _TF_DISTRIBUTIONS)
     for requirement, line, source in requirements:
         name = requirement.name.lower().replace("_", "-")
         spec = requirement.specifier
