@@ -107,3 +107,33 @@ def test_functions_that_check_tensorflows_version_are_kept_and_evaluated_per_cal
     found = [evaluate_version_function(function, [argument], v, table["imports"]) for v in EVALUATED_VERSIONS]
     assert found == truths
     assert evaluate_version_function(function, [], EVALUATED_VERSIONS[0], table["imports"]) is None  # arity
+
+
+CONSUMERS = '''
+def train_model(model, dataset, epochs=10):
+    model.compile(optimizer="adam", loss="mse")
+    return model.fit(dataset, epochs=epochs)
+
+
+def report(model, path):
+    model.summary()
+    model.save(path)
+
+
+def describe(model):
+    model.summary()
+    return model.count_params()
+
+
+class Runner:
+    def run(self, net, data):
+        return net.predict(data)
+'''
+
+
+@pytest.mark.parametrize("function, consumed", [
+    ("train_model", {"model": "compile"}), ("report", {"model": "save"}), ("describe", None),
+    ("Runner.run", {"net": "predict"}),
+])
+def test_functions_record_the_parameters_they_train_or_predict_with(function, consumed):
+    assert build_table(CONSUMERS)["functions"][function].get("consumes") == consumed

@@ -38,7 +38,7 @@ from mplint.core.diagnostics import DTYPE, Premise, Status
 from mplint.analysis.calls import arg_value, has_star_args
 from mplint.analysis.names import dotted_name
 from mplint.analysis.values import Source, Value
-from mplint.facts.receivers import method_of_known_receiver
+from mplint.facts.receivers import project_function
 from mplint.facts.policy import DTYPE_CONSTANTS
 
 from mplint.facts.float16_numbers import is_number
@@ -571,7 +571,7 @@ class Float16Code:
         """A call of another project module's function whose every return casts to
         float32 (`get_padding(x)`, which returns `tf.cast(..., dtype)` with
         `dtype=tf.float32` by default), given no argument that could choose another dtype."""
-        name = self._other_module_function(call)
+        name = project_function(self.facts, call)
         found = self.facts.project.float32_returns(name) if name is not None else None  # type: ignore[union-attr]
         if found is None or has_star_args(call):
             return False
@@ -828,7 +828,7 @@ class Float16Code:
                          and not isinstance(a.value, (cst.Tuple, cst.List, cst.SimpleString))]
                 if given:
                     return _strongest([self._origin(g, depth + 1) for g in given])
-            elsewhere = self._other_module_function(expr)
+            elsewhere = project_function(self.facts, expr)
             if elsewhere is not None:
                 return "unknown", (f"`{short}` is the value of `{elsewhere}`, a function of another module "
                                    "whose return dtype mplint does not follow")
@@ -900,7 +900,7 @@ class Float16Code:
                         if not isinstance(element, cst.StarredElement):
                             found.append(self._origin(element, depth + 1))
             return _strongest(found) if found else ("activation", "")
-        elsewhere = self._other_module_function(value)
+        elsewhere = project_function(self.facts, value)
         if elsewhere is not None:
             short = " ".join(self.facts.module.code_for_node(value).split())[:50]
             return "unknown", (f"`{name.value}` is unpacked from `{short}`, a function of another module "
@@ -910,15 +910,6 @@ class Float16Code:
     def _is_parameter(self, name: cst.Name) -> bool:
         function = self.index.enclosing(name, cst.FunctionDef, cst.Lambda)
         return function is not None and any(p.name.value == name.value for p in _params(function))
-
-    def _other_module_function(self, call: cst.Call) -> str | None:
-        """The name of the function of another project module a call runs, if it is one."""
-        project = self.facts.project
-        names = self.facts.names
-        if project is None or names is None:
-            return None
-        raw = names.raw(call.func) or method_of_known_receiver(self.facts, call.func)
-        return project.resolve(raw) if raw is not None else None
 
     # -- being dtype-aware already --------------------------------------------------------------
     def under_dtype_branch(self, node: cst.CSTNode) -> bool:

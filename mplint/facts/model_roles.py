@@ -12,7 +12,8 @@ either. So the role is
   loss (`loss_fn(y, model(x))`, `loss = ...`), its own `train_step`, or an output that
   is a softmax or sigmoid;
 - *inferred* where another module of the project does so with what this module's function
-  or class returns (its summary says so: `final`);
+  or class returns (its summary says so: `final`), or with the model this module hands to
+  its function (its module table says which parameters each function consumes);
 - *assumed* otherwise: such findings go to the extended tier.
 """
 
@@ -22,17 +23,12 @@ import libcst as cst
 
 from mplint.analysis.assigned_reads import paired_target
 from mplint.analysis.calls import arg_value, string_value
+from mplint.core.consuming_methods import CONSUMING_METHODS
 from mplint.core.diagnostics import ROLE, Premise, Status
 from mplint.facts.model_graph import WRAPPERS, ModelDef, ModelGraph, Output, is_self
 from mplint.facts.policy import scope_of
+from mplint.facts.receivers import project_function
 
-# Methods of a model that consume its outputs as its result.
-CONSUMING_METHODS = frozenset(
-    {
-        "compile", "fit", "fit_generator", "train_on_batch", "evaluate", "evaluate_generator", "test_on_batch",
-        "predict", "predict_generator", "predict_on_batch", "save", "export",
-    }
-)
 # Functions that export a model (its outputs are what it serves).
 EXPORTERS = frozenset(
     {
@@ -210,7 +206,24 @@ class ModelRoles:
             best = _better(best, self.of_value(use, depth + 1))
             if best is not None and best[0] is Status.PROVED:
                 return best
-        return best
+        return best or self._handed_elsewhere(call, argument, name)
+
+    def _handed_elsewhere(self, call: cst.Call, argument: cst.Arg, name: str) -> Evidence | None:
+        """The model given to a function of another project module that trains, evaluates,
+        predicts with or saves that parameter (`train_model(model, ...)` in trainer.py)."""
+        project = self.facts.project
+        if self.local or project is None or argument.star:
+            return None
+        function = project_function(self.facts, call)
+        if function is None:
+            return None
+        keyword = argument.keyword.value if argument.keyword is not None else None
+        position = None if keyword is not None else [a for a in call.args if a.keyword is None].index(argument)
+        found = project.consumer_of_argument(function, position, keyword)
+        if found is None:
+            return None
+        where, method = found
+        return Status.INFERRED, f"`{name}()` ({where}) calls `.{method}()` on it"
 
     def _result_in_a_loss(self, application: cst.Call) -> Evidence | None:
         """`model(x)`: its result (or the names it is bound to) is an argument of a loss,

@@ -22,6 +22,16 @@ from mplint.analysis.assigned_reads import assignment_targets
 ModuleFacts = Any
 
 
+def project_function(facts: ModuleFacts, call: cst.Call) -> str | None:
+    """The name of the function of another project module a call runs (a dotted path, or
+    a method of a known receiver), for the project index to look up; None where it is none."""
+    project, names = facts.project, facts.names
+    if project is None or names is None:
+        return None
+    raw = names.raw(call.func) or method_of_known_receiver(facts, call.func)
+    return project.resolve(raw) if raw is not None else None
+
+
 def method_of_known_receiver(facts: ModuleFacts, func: cst.BaseExpression) -> str | None:
     if not isinstance(func, cst.Attribute) or facts.names is None:
         return None

@@ -1223,6 +1223,24 @@ class ProjectIndex:
             return None
         return entry["params"], entry["float32_unless"], entry["bound"]
 
+    def consumer_of_argument(self, name: str, position: int | None, keyword: str | None) -> tuple[str, str] | None:
+        """For a project function `name` that trains, evaluates, predicts with or saves the
+        parameter an argument binds (the `position`th positional one, or `keyword`): (its
+        module's path, the method it calls on it); None otherwise."""
+        located = self.locate(name)
+        if located is None:
+            return None
+        module, rest = located
+        table = self.table(module)
+        entry = table["functions"].get(rest) if table is not None else None
+        if entry is None or not entry.get("consumes"):
+            return None
+        params = entry["params"][1:] if entry["bound"] else entry["params"]
+        param = keyword if keyword is not None else params[position] if position is not None and position < len(params) \
+            else None
+        method = entry["consumes"].get(param) if param is not None else None
+        return (self._relpath(self.path_of[module]), method) if method is not None else None
+
     def flag_default(self, name: str) -> ExternalValue | None:
         """An absl flag's default, when exactly one non-test module of the project
         defines it."""
@@ -1495,6 +1513,10 @@ class ModuleContext:
 
     def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
         return self.index.float32_returns(name)
+
+    def consumer_of_argument(self, name: str, position: int | None, keyword: str | None) -> tuple[str, str] | None:
+        # a summary records the module's own flow: not what the functions it calls do
+        return None if self._record else self.index.consumer_of_argument(name, position, keyword)
 
     # A summary says what the module itself does: what its callers give it, or do with
     # what it returns, is not part of it (and asking would summarise them in turn).

@@ -3,8 +3,8 @@
 For any module another module looks into: its imports (to follow re-exports), the
 functions and classes it defines (with the parameters of each function, named like
 `mplint.facts.call_graph` names them: `build`, `Trainer.train_step`,
-`main.<locals>.step`; and, for one whose every return casts to float32, the parameters
-that could choose another dtype), its constants (module-level names and `Class.ATTR` bound once to
+`main.<locals>.step`; for one whose every return casts to float32, the parameters
+that could choose another dtype; the parameters it trains or predicts with as a model), its constants (module-level names and `Class.ATTR` bound once to
 a literal, or to a dict/list/tuple of literals) and the defaults of the absl flags it
 defines, and the names it calls (`f(...)`, `x.f(...)`: the last name). A module that does
 not parse has no table (its facts are skipped).
@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from mplint.core.consuming_methods import CONSUMING_METHODS
 from mplint.project.version_flags import version_function, version_truths
 
 _LITERALS = (int, float, str, bool, type(None))
@@ -144,6 +145,9 @@ def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, take
                 "params": [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)],
                 "bound": bound,
             }
+            consumed = consumed_parameters(node, table["functions"][key]["params"])
+            if consumed:
+                table["functions"][key]["consumes"] = consumed
             deciding = float32_returns(node)
             if deciding is not None:
                 table["functions"][key]["float32_unless"] = deciding
@@ -160,6 +164,17 @@ def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, take
                     _walk_definitions([child], prefix, table, taken)
                 elif isinstance(child, (ast.excepthandler, ast.match_case)):
                     _walk_definitions(child.body, prefix, table, taken)
+
+
+def consumed_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> dict[str, str]:
+    """The parameters a function trains, evaluates, predicts with or saves as a model
+    (`model.compile(...)`, `model.fit(...)`), each with the first such method called on it."""
+    found: dict[str, str] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONSUMING_METHODS \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in params:
+            found.setdefault(node.func.value.id, node.func.attr)
+    return found
 
 
 _WIDE_NAMES = frozenset({"float32", "float64", "double"})
