@@ -341,8 +341,8 @@ class ExperimentalMixedPrecisionApi(MigrationRule):
         if on_every_tensorflow:
             if target.before_stable_api:
                 # its TensorFlow has no `set_global_policy` for the fix to write
-                detail = "; ".join(p for p in (detail, "no fix before TF 2.4, whose only spelling is "
-                                               "`mixed_precision.experimental.set_policy`") if p)
+                no_fix = "no fix before TF 2.4, whose only spelling is `mixed_precision.experimental.set_policy`"
+                detail = "; ".join(p for p in (detail, no_fix) if p)
                 fix = None
         elif target.before_stable_api:
             # Right where it runs now; the stable API the fix writes does not exist there.

@@ -209,8 +209,8 @@ def test_a_file_pinning_two_tensorflows_no_version_satisfies_makes_the_target_co
     """`tensorflow==2.12.0` beside `tensorflow_gpu==2.1.0`: which one runs depends on pip's
     install order. The Keras (2 for both) stands; the version does not, so the premise is
     conflicting and a finding that rests on it leaves the default tier."""
-    from mplint.facts.premises import target_premise
     from mplint.core.diagnostics import Status
+    from mplint.facts.premises import target_premise
 
     installed({"tensorflow": "2.21.0"})
     write(project / "requirements.txt", "numpy==1.19.5\ntensorflow==2.12.0\ntensorflow_gpu==2.1.0\n")

@@ -1213,28 +1213,30 @@ class ProjectIndex:
         """For a project function whose every return casts to float32/float64: (its
         parameters, those whose argument could choose another dtype, whether it is bound
         to an object); None for any other name."""
+        found = self._function_entry(name)
+        if found is None or "float32_unless" not in found[1]:
+            return None
+        entry = found[1]
+        return entry["params"], entry["float32_unless"], entry["bound"]
+
+    def _function_entry(self, name: str) -> tuple[str, dict] | None:
+        """(module, the module table's entry) of a project function `name`, or None."""
         located = self.locate(name)
         if located is None:
             return None
         module, rest = located
         table = self.table(module)
         entry = table["functions"].get(rest) if table is not None else None
-        if entry is None or "float32_unless" not in entry:
-            return None
-        return entry["params"], entry["float32_unless"], entry["bound"]
+        return (module, entry) if entry is not None else None
 
     def consumer_of_argument(self, name: str, position: int | None, keyword: str | None) -> tuple[str, str] | None:
         """For a project function `name` that trains, evaluates, predicts with or saves the
         parameter an argument binds (the `position`th positional one, or `keyword`): (its
         module's path, the method it calls on it); None otherwise."""
-        located = self.locate(name)
-        if located is None:
+        found = self._function_entry(name)
+        if found is None or not found[1].get("consumes"):
             return None
-        module, rest = located
-        table = self.table(module)
-        entry = table["functions"].get(rest) if table is not None else None
-        if entry is None or not entry.get("consumes"):
-            return None
+        module, entry = found
         params = entry["params"][1:] if entry["bound"] else entry["params"]
         param = keyword if keyword is not None else params[position] if position is not None and position < len(params) \
             else None
