@@ -444,7 +444,7 @@ class UnitsNotMultiple(_TensorCoreRule):
     code = MP301
     name = "units-not-multiple"
     precision = "medium"
-    precision_evidence = "0 of its 7 judged findings in the fresh audits were true (7 false, 8 debatable)"
+    precision_evidence = "0 of its 7 judged findings in the fresh audits were true (7 false, 11 debatable)"
 
 
 class FiltersNotMultiple(_TensorCoreRule):

@@ -283,6 +283,21 @@ def test_a_lock_file_decides_before_the_range_it_locks(project, installed):
     assert target.keras == "keras2" and target.before_stable_api and "poetry.lock" in target.reason
 
 
+def test_tf_keras_in_a_lock_file_is_a_dependency_of_a_dependency_not_the_target(project, installed):
+    """A lock file lists tf-keras where tensorflow-hub needs it; the code still runs on the
+    Keras 3 of the TensorFlow 2.18 it locks. tf-keras required by the project itself (its
+    metadata) does say Keras 2."""
+    installed({"tensorflow": "2.15.0"})
+    write(project / "pyproject.toml", '[tool.poetry]\nname = "p"\n[tool.poetry.dependencies]\ntensorflow = "2.18.0"\n')
+    write(project / "poetry.lock", '[[package]]\nname = "tensorflow"\nversion = "2.18.0"\n\n'
+                                   '[[package]]\nname = "tf-keras"\nversion = "2.18.0"\n')
+    target = target_of(project / "src" / "m.py", TF_ONLY)
+    assert target.keras == "keras3" and "tensorflow==2.18.0" in target.reason
+    target_module.forget_project_files()
+    write(project / "requirements.txt", "tf-keras==2.18.0\n")
+    assert target_of(project / "src" / "m.py", TF_ONLY).keras == "keras2"
+
+
 def test_a_readme_requirements_list_names_the_tensorflow(project, installed):
     installed({"tensorflow": "2.21.0"})
     write(project / "src" / "readme.md", "## Requirements\n\nkeras==2.1.0\n\ntensorflow==1.8.0\n")

@@ -913,13 +913,31 @@ class Float16Code:
 
     # -- being dtype-aware already --------------------------------------------------------------
     def under_dtype_branch(self, node: cst.CSTNode) -> bool:
-        """Inside a branch of an `if`/conditional expression that tests a dtype."""
+        """Inside a branch of an `if`/conditional expression that tests a dtype, or after
+        an `if` that tests one and leaves the block (`if dtype == tf.float16: return
+        tf.constant(-1e4, dtype)`, then `return tf.constant(-1e9, dtype)`)."""
         previous = node
         for ancestor in self.index.ancestors(node):
             if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and previous is not ancestor.test:
                 if self.mentions_dtype(ancestor.test):
                     return True
+            if isinstance(ancestor, cst.BaseStatement) and self._after_a_dtype_exit(ancestor):
+                return True
             previous = ancestor
+        return False
+
+    def _after_a_dtype_exit(self, statement: cst.BaseStatement) -> bool:
+        """An earlier statement of the same block is an `if` that tests a dtype and
+        returns or raises: this statement runs only where that test is false."""
+        block = self.index.parent_of(statement)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            return False
+        for sibling in block.body:
+            if sibling is statement:
+                return False
+            if isinstance(sibling, cst.If) and sibling.orelse is None and _leaves_the_block(sibling.body) \
+                    and self.mentions_dtype(sibling.test):
+                return True
         return False
 
     def mentions_dtype(self, expr: cst.CSTNode) -> bool:
@@ -1050,3 +1068,11 @@ def _strongest(origins: list[tuple[str, str]]) -> tuple[str, str]:
             if kind == wanted:
                 return kind, why
     return origins[0] if origins else ("", "")
+
+
+def _leaves_the_block(body: cst.BaseSuite) -> bool:
+    """The suite's last statement returns or raises."""
+    last = body.body[-1] if body.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return isinstance(last, (cst.Return, cst.Raise))

@@ -1080,12 +1080,15 @@ def is_packaging_script(path: str) -> bool:
 _PINNED_NAMES = re.compile(r"^(tensorflow[\w-]*|tf-nightly|tf[-_]keras|keras|keras[-_]cv|tf[-_]models[-_]official)$", re.I)
 
 
+_LOCK_FILES = ("poetry.lock", "uv.lock", "Pipfile.lock")
+
+
 def _lock_lines(root: str) -> list[tuple[str, str]]:
     """Exact versions a lock file records (`poetry.lock`, `uv.lock`: `[[package]]` name and
     version; `Pipfile.lock`: JSON `"version": "==X"`): what an install of the project gets,
     so they come before the ranges of its metadata."""
     found: list[tuple[str, str]] = []
-    for name in ("poetry.lock", "uv.lock"):
+    for name in _LOCK_FILES[:2]:
         path = os.path.join(root, name)
         if not run_record.isfile(path):
             continue
@@ -1397,8 +1400,10 @@ def project_pins(root: str | None) -> Target | None:
     # required tf-keras means Keras 2 whatever TensorFlow is pinned to (TF >= 2.16 with
     # TF_USE_LEGACY_KERAS=1 runs tf-keras); in an extra it is an optional
     # compatibility package and decides nothing.
+    # A lock file lists every package an install gets, tf-keras among them where another
+    # package needs it (tensorflow-hub): that says nothing of the Keras the code runs on.
     for requirement, line, source in required:
-        if requirement.name.lower().replace("_", "-") == "tf-keras":
+        if requirement.name.lower().replace("_", "-") == "tf-keras" and source not in _LOCK_FILES:
             return Target(KERAS2, f"{source} depends on tf-keras")
     return _self_contradicting_pins(required) or _decided_by_pins(required) or _decided_by_pins(optional)
 
