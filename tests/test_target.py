@@ -541,6 +541,7 @@ def test_a_newer_nvidia_image_says_nothing(project, installed):
         ("tf-models-official>=2.17", "keras3"),
         ("tensorflow-text==2.15.0", "keras2"),
         ("tensorflow-addons==0.21.0", "keras2"),
+        ("keras_hub", "keras3"),  # every KerasHub release calls Keras-3-only APIs, pinned or not
     ],
 )
 def test_packages_released_with_tensorflow_pin_it(project, installed, requirement, keras):

@@ -1077,7 +1077,7 @@ def is_packaging_script(path: str) -> bool:
 
 # Packages whose pins say which TensorFlow/Keras a project runs on (lock files list every
 # package: only these are read from them).
-_PINNED_NAMES = re.compile(r"^(tensorflow[\w-]*|tf-nightly|tf[-_]keras|keras|keras[-_]cv|tf[-_]models[-_]official)$", re.I)
+_PINNED_NAMES = re.compile(r"^(tensorflow[\w-]*|tf-nightly|tf[-_]keras|keras|keras[-_]cv|keras[-_]hub|tf[-_]models[-_]official)$", re.I)
 
 
 _LOCK_FILES = ("poetry.lock", "uv.lock", "Pipfile.lock")
@@ -1459,6 +1459,9 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
     for requirement, line, source in requirements:
         name = requirement.name.lower().replace("_", "-")
         spec = requirement.specifier
+        if companions and name == "keras-hub":
+            # every KerasHub release calls Keras-3-only APIs (`keras.config`, `keras.version()`)
+            return Target(KERAS3, f"{source} requires {line} (KerasHub runs on Keras 3 only)")
         if not str(spec):
             continue
         if companions:
