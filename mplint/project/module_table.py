@@ -13,6 +13,8 @@ not parse has no table (its facts are skipped).
 from __future__ import annotations
 
 import ast
+import re
+from bisect import bisect_left
 from typing import Any
 
 from mplint.core.consuming_methods import CONSUMING_METHODS
@@ -31,7 +33,7 @@ def build_table(text: str) -> dict[str, Any] | None:
     called: set[str] = set()
     read: set[str] = set()  # names the module's code reads (loads)
     from_imported: set[str] = set()  # names bound by `from m import name`
-    _walk_definitions(tree.body, [], table, set())
+    _walk_definitions(tree.body, [], table, set(), _consuming_lines(text))
     assigned: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -130,7 +132,8 @@ def _all_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, taken: set[str]) -> None:
+def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, taken: set[str],
+                      consuming: list[int]) -> None:
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             key = ".".join([*prefix, node.name])
@@ -145,7 +148,9 @@ def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, take
                 "params": [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)],
                 "bound": bound,
             }
-            consumed = consumed_parameters(node, table["functions"][key]["params"])
+            first = bisect_left(consuming, node.lineno)
+            within = first < len(consuming) and consuming[first] <= (node.end_lineno or node.lineno)
+            consumed = consumed_parameters(node, table["functions"][key]["params"]) if within else None
             if consumed:
                 table["functions"][key]["consumes"] = consumed
             deciding = float32_returns(node)
@@ -153,17 +158,33 @@ def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, take
                 table["functions"][key]["float32_unless"] = deciding
             if not prefix:
                 table["definitions"][node.name] = "function"
-            _walk_definitions(node.body, [*prefix, node.name, "<locals>"], table, taken)
+            _walk_definitions(node.body, [*prefix, node.name, "<locals>"], table, taken, consuming)
         elif isinstance(node, ast.ClassDef):
             if not prefix:
                 table["definitions"][node.name] = "class"
-            _walk_definitions(node.body, [*prefix, node.name], table, taken)
+            _walk_definitions(node.body, [*prefix, node.name], table, taken, consuming)
         else:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
-                    _walk_definitions([child], prefix, table, taken)
+                    _walk_definitions([child], prefix, table, taken, consuming)
                 elif isinstance(child, (ast.excepthandler, ast.match_case)):
-                    _walk_definitions(child.body, prefix, table, taken)
+                    _walk_definitions(child.body, prefix, table, taken, consuming)
+
+
+# `.fit(`, `.compile(`, ...: the lines a function must span for `consumed_parameters` to walk it
+_CONSUMING_CALL = re.compile(r"\.(?:%s)\s*\(" % "|".join(sorted(CONSUMING_METHODS)))
+
+
+def _consuming_lines(text: str) -> list[int]:
+    """The (1-based, sorted) lines where a consuming method is called, as text."""
+    if not any(f".{method}" in text for method in CONSUMING_METHODS):
+        return []
+    lines, line, previous = [], 1, 0
+    for match in _CONSUMING_CALL.finditer(text):
+        line += text.count("\n", previous, match.start())
+        previous = match.start()
+        lines.append(line)
+    return lines
 
 
 def consumed_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> dict[str, str]:
