@@ -94,6 +94,17 @@ def unkept_condition(facts, step, generation: str | None) -> str | None:
     return condition_text(facts.module, missing) if missing else None
 
 
+def _float16_here(facts, node: cst.CSTNode) -> str:
+    """How a message names the policy the loop runs under: mixed_float16, and where the
+    code picks mixed_bfloat16 there too (`'mixed_bfloat16' if tpu else 'mixed_float16'`),
+    that the finding holds where it picks mixed_float16 (bfloat16 needs no loss scale)."""
+    from mplint.facts.premises import policy_premise
+
+    if "mixed_bfloat16" in policy_premise(facts, node).value.split("/"):
+        return "mixed_float16 (where picked over mixed_bfloat16)"
+    return "mixed_float16"
+
+
 def models_built_before_the_policy(facts, step) -> bool:
     """Whether every model the step's tape runs (`model(x)` on a name bound to a model
     built in this module) was built where no float16 policy was in effect: its layers
@@ -240,7 +251,8 @@ class UnscaledCustomLoop(Rule):
                 if step.scaling is None:
                     self.report(
                         step.call,
-                        f"custom training loop under mixed_float16 never scales its loss: wrap `{info.label}` in a "
+                        f"custom training loop under {_float16_here(facts, step.call)} never scales its loss: wrap "
+                        f"`{info.label}` in a "
                         f"LossScaleOptimizer and scale the loss with {_scale_call(facts)}",
                         detail=f"{_UNDERFLOW}; `{info.label}` must be a LossScaleOptimizer (mplint does not see it "
                                f"built as one) and the loop must {_how_to_scale(facts)}",
@@ -251,7 +263,7 @@ class UnscaledCustomLoop(Rule):
     def _report(self, loops: TrainingLoops, step: GradientStep, info: OptimizerInfo) -> None:
         facts = self.facts
         assert info.built is not None and step.receiver is not None
-        message = (f"custom training loop under mixed_float16 with plain `{info.label}`: wrap it in a "
+        message = (f"custom training loop under {_float16_here(facts, step.call)} with plain `{info.label}`: wrap it in a "
                    f"LossScaleOptimizer and scale the loss with {_scale_call(facts)}")
         notes = [f"{_UNDERFLOW}; wrap it and {_how_to_scale(facts)}"]
         clipping: list[Change] = []
