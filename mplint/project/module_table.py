@@ -172,7 +172,7 @@ def _walk_definitions(body: list[ast.stmt], prefix: list[str], table: dict, take
 
 
 # `.fit(`, `.compile(`, ...: the lines a function must span for `consumed_parameters` to walk it
-_CONSUMING_CALL = re.compile(r"\.(?:%s)\s*\(" % "|".join(sorted(CONSUMING_METHODS)))
+_CONSUMING_CALL = re.compile(r"\.(?:{})\s*\(".format("|".join(sorted(CONSUMING_METHODS))))
 
 
 def _consuming_lines(text: str) -> list[int]:
