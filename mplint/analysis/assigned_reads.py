@@ -44,9 +44,14 @@ def paired_target(index: ModuleIndex, value: cst.CSTNode) -> tuple[cst.Name, cst
     if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(holder.elements) \
             or any(isinstance(e, cst.StarredElement) for e in target.elements):
         return None
-    position = next(i for i, e in enumerate(holder.elements) if e is element)
+    position = element_position(holder, element)
     name = target.elements[position].value
     return (name, assign) if isinstance(name, cst.Name) else None
+
+
+def element_position(holder: cst.Tuple | cst.List, element: cst.CSTNode) -> int:
+    """The index of `element` (an element node of `holder`, by identity) in `holder`."""
+    return next(i for i, e in enumerate(holder.elements) if e is element)
 
 
 def assignment_targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mplint.analysis.assigned_reads import paired_target
+from mplint.analysis.assigned_reads import element_position, paired_target
 from mplint.analysis.calls import arg_value, string_value
 from mplint.core.consuming_methods import CONSUMING_METHODS
 from mplint.core.diagnostics import ROLE, Premise, Status
@@ -127,7 +127,7 @@ class ModelRoles:
             holder = self.index.parent_of(parent)
             returned = self.index.parent_of(holder)
             if isinstance(returned, cst.Return) and returned.value is holder:
-                position = next(i for i, e in enumerate(holder.elements) if e is parent)
+                position = element_position(holder, parent)
                 return self._returned(returned, depth, position)
             paired = paired_target(self.index, node)  # `G, C = make_generator(), make_critic()`
             return self._uses_of_name(node, paired[1], paired[0].value, depth) if paired is not None else None

@@ -21,7 +21,7 @@ from typing import Any
 
 import libcst as cst
 
-from mplint.analysis.assigned_reads import reads_after
+from mplint.analysis.assigned_reads import element_position, reads_after
 
 # The facts of a module (mplint.facts.module), named, not imported.
 ModuleFacts = Any
@@ -61,7 +61,7 @@ def _through_return(facts: ModuleFacts, read: cst.Name, depth: int) -> str | Non
     position: int | None = None
     if isinstance(parent, cst.Element) and isinstance(index.parent_of(parent), cst.Tuple):
         holder = index.parent_of(parent)
-        position = next(i for i, e in enumerate(holder.elements) if e is parent)
+        position = element_position(holder, parent)
         parent = index.parent_of(holder)
     if not isinstance(parent, cst.Return):
         return None

@@ -1080,7 +1080,8 @@ def is_packaging_script(path: str) -> bool:
 _PINNED_NAMES = re.compile(r"^(tensorflow[\w-]*|tf-nightly|tf[-_]keras|keras|keras[-_]cv|keras[-_]hub|tf[-_]models[-_]official)$", re.I)
 
 
-_LOCK_FILES = ("poetry.lock", "uv.lock", "Pipfile.lock")
+_TOML_LOCK_FILES = ("poetry.lock", "uv.lock")  # `[[package]]` tables
+_LOCK_FILES = (*_TOML_LOCK_FILES, "Pipfile.lock")
 
 
 def _lock_lines(root: str) -> list[tuple[str, str]]:
@@ -1088,7 +1089,7 @@ def _lock_lines(root: str) -> list[tuple[str, str]]:
     version; `Pipfile.lock`: JSON `"version": "==X"`): what an install of the project gets,
     so they come before the ranges of its metadata."""
     found: list[tuple[str, str]] = []
-    for name in _LOCK_FILES[:2]:
+    for name in _TOML_LOCK_FILES:
         path = os.path.join(root, name)
         if not run_record.isfile(path):
             continue
@@ -1403,9 +1404,14 @@ def project_pins(root: str | None) -> Target | None:
     # A lock file lists every package an install gets, tf-keras among them where another
     # package needs it (tensorflow-hub): that says nothing of the Keras the code runs on.
     for requirement, line, source in required:
-        if requirement.name.lower().replace("_", "-") == "tf-keras" and source not in _LOCK_FILES:
+        if _requirement_name(requirement) == "tf-keras" and source not in _LOCK_FILES:
             return Target(KERAS2, f"{source} depends on tf-keras")
     return _self_contradicting_pins(required) or _decided_by_pins(required) or _decided_by_pins(optional)
+
+
+def _requirement_name(requirement) -> str:
+    """A requirement's project name as compared here (`tensorflow_gpu` is `tensorflow-gpu`)."""
+    return requirement.name.lower().replace("_", "-")
 
 
 def _self_contradicting_pins(requirements: list) -> Target | None:
@@ -1415,7 +1421,7 @@ def _self_contradicting_pins(requirements: list) -> Target | None:
     Pins under environment markers are for different platforms and contradict nothing."""
     pins: dict[str, list[tuple[set, str]]] = {}
     for requirement, line, source in requirements:
-        name = requirement.name.lower().replace("_", "-")
+        name = _requirement_name(requirement)
         if name in _TF_DISTRIBUTIONS and str(requirement.specifier) and requirement.marker is None:
             admitted = set(_admitted_minors(requirement.specifier, _TF_VERSIONS))
             if admitted:
@@ -1455,9 +1461,9 @@ def _decided_by(requirements: list, companions: bool) -> Target | None:
     one wherever either is listed (`keras==2.6.0` above `tensorflow==2.6.1` in a conda
     file): only it says which TensorFlow runs."""
     if not companions:
-        requirements = sorted(requirements, key=lambda r: r[0].name.lower().replace("_", "-") not in _TF_DISTRIBUTIONS)
+        requirements = sorted(requirements, key=lambda r: _requirement_name(r[0]) not in _TF_DISTRIBUTIONS)
     for requirement, line, source in requirements:
-        name = requirement.name.lower().replace("_", "-")
+        name = _requirement_name(requirement)
         spec = requirement.specifier
         if companions and name == "keras-hub":
             # every KerasHub release calls Keras-3-only APIs (`keras.config`, `keras.version()`)

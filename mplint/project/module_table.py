@@ -177,8 +177,6 @@ _CONSUMING_CALL = re.compile(r"\.(?:{})\s*\(".format("|".join(sorted(CONSUMING_M
 
 def _consuming_lines(text: str) -> list[int]:
     """The (1-based, sorted) lines where a consuming method is called, as text."""
-    if not any(f".{method}" in text for method in CONSUMING_METHODS):
-        return []
     lines, line, previous = [], 1, 0
     for match in _CONSUMING_CALL.finditer(text):
         line += text.count("\n", previous, match.start())
