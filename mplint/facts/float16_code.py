@@ -192,6 +192,7 @@ class Float16Code:
         self._assignments: dict[tuple[int, str], list[tuple[cst.CSTNode, cst.BaseExpression | None]]] | None = None
         self._self_attributes: dict[tuple[int, str], list[cst.BaseExpression]] | None = None
         self._functions_by_name: dict[str, list[cst.FunctionDef]] | None = None
+        self._dtype_exits: dict[int, tuple[cst.CSTNode, dict[int, int], int | None]] = {}
         self.layer_classes = self._find_layer_classes()
         policies, known = self._module_policies()
         self.float16_excluded = bool(policies) and known and not (policies & FLOAT16_POLICIES)
@@ -932,13 +933,16 @@ class Float16Code:
         block = self.index.parent_of(statement)
         if not isinstance(block, (cst.IndentedBlock, cst.Module)):
             return False
-        for sibling in block.body:
-            if sibling is statement:
-                return False
-            if isinstance(sibling, cst.If) and sibling.orelse is None and _leaves_the_block(sibling.body) \
-                    and self.mentions_dtype(sibling.test):
-                return True
-        return False
+        cached = self._dtype_exits.get(id(block))
+        if cached is None:
+            # Per block, once: each statement's position and the first dtype exit's.
+            positions = {id(sibling): i for i, sibling in enumerate(block.body)}
+            first = next((i for i, sibling in enumerate(block.body)
+                          if isinstance(sibling, cst.If) and sibling.orelse is None
+                          and _leaves_the_block(sibling.body) and self.mentions_dtype(sibling.test)), None)
+            cached = self._dtype_exits[id(block)] = (block, positions, first)
+        _, positions, first = cached
+        return first is not None and positions.get(id(statement), -1) > first
 
     def mentions_dtype(self, expr: cst.CSTNode) -> bool:
         for node in (expr, *self.index.descendants(expr)):

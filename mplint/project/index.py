@@ -82,6 +82,8 @@ class ProjectIndex:
         self._importers: dict[str, set[str]] | None = None
         self._folders: set[str] | None = None
         self._imports: dict[str, set[str]] = {}
+        self._configured: set[str] | None = None  # see `configured_modules`
+        self._configured_from: tuple[str, ...] = ()  # the `_target_` names it was built from
         self._resolved: dict[tuple[str, str], str | None] = {}
         self._definitions: dict[str, tuple[str, str, str] | None] = {}
         self._script_imports: dict[tuple[str, str], str] = {}  # see `_from_script_folder`
@@ -143,6 +145,11 @@ class ProjectIndex:
         self._key_parts.clear()
         if project_files(self.root).paths != self.paths or self._overlay:
             return None
+        if self._configured is not None:
+            from mplint.project.config_targets import configured_targets
+
+            if configured_targets(self.root) != self._configured_from:
+                return None  # the configs name other classes: the import graph changed
         changed = []
         for path in self.paths:
             relpath = self._relpath(path)
@@ -345,10 +352,32 @@ class ProjectIndex:
             found = set()
             path = self.path_of.get(module)
             if path is not None:
-                for level, name, names in self.scan(path).imports:
+                scan = self.scan(path)
+                for level, name, names in scan.imports:
                     found |= self._statement_targets(module, level, name, names) - {module}
+                if scan.instantiates_configs:
+                    found |= self.configured_modules() - {module}
             self._imports[module] = found
         return found
+
+    def configured_modules(self) -> set[str]:
+        """The project modules whose classes its Hydra configs name as `_target_`
+        (`mplint.project.config_targets`): a module that calls `instantiate` uses them."""
+        if self._configured is None:
+            from mplint.project.config_targets import configured_targets
+
+            self._configured = set()
+            self._configured_from = configured_targets(self.root)
+            for dotted in self._configured_from:
+                parts = dotted.split(".")
+                for spelled in (parts, parts[1:] if parts[0] == "src" else None):
+                    while spelled:
+                        name = ".".join(spelled)
+                        if name in self.path_of:
+                            self._configured.add(name)
+                            break
+                        spelled = spelled[:-1]
+        return self._configured
 
     def importers_of(self, module: str) -> set[str]:
         if self._importers is None:

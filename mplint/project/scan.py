@@ -47,6 +47,7 @@ _FLAG = re.compile(r"""\bDEFINE_\w+\(\s*(?:name\s*=\s*)?['"](\w+)['"]""")
 # What trains a model: a training method (`x.fit(...)`, `x.apply_gradients(...)`) or a
 # tape (`tf.GradientTape()`). The parse confirms it is a call.
 _TRAINING_CALL = re.compile(r"\.(?:%s)\s*\(|GradientTape\b" % "|".join(sorted(TRAINING_METHODS)))
+_INSTANTIATE = re.compile(r"\binstantiate\s*\(")
 _TRAINER_CALLS = TRAINING_METHODS | {"GradientTape"}
 
 
@@ -73,6 +74,7 @@ class FileScan:
     # (`calls_a_trainer`), so the scan parses no more files than before.
     training_call: bool = False
     half: bool = False  # names float16 or bfloat16 (a pure half policy or dtype may be here)
+    instantiates_configs: bool = False  # calls Hydra's `instantiate(...)`: uses the classes its configs name
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -116,6 +118,7 @@ def scan_text(text: str, path: str) -> FileScan:
     scan.graph_rewrite = scan.float16 and _GRAPH_REWRITE.search(text) is not None
     scan.training_call = _TRAINING_CALL.search(text) is not None
     scan.half = "float16" in text
+    scan.instantiates_configs = "hydra" in text and _INSTANTIATE.search(text) is not None
     return scan
 
 
