@@ -18,7 +18,7 @@ from mplint.inputs import run_record
 CONFIG_FOLDERS = frozenset({"conf", "config", "configs", "cfg", "cfgs", "hydra_configs"})
 _MAX_CONFIG_FILES = 2000
 _MAX_CONFIG_BYTES = 1_000_000
-_TARGET = re.compile(r"""^[ \t-]*_target_[ \t]*:[ \t]*['"]?([A-Za-z_][\w.]*)['"]?[ \t]*(?:#.*)?$""", re.M)
+_TARGET = re.compile(r"""^[ \t-]*_target_[ \t]*:[ \t]*['"]?([A-Za-z_][\w.]*)['"]?[ \t]*(?:#.*)?$""", re.MULTILINE)
 
 
 def configured_targets(root: str) -> tuple[str, ...]:
