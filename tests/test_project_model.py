@@ -290,3 +290,28 @@ def test_a_loose_folder_is_its_scripts_and_packages_not_the_tree_below_it(tmp_pa
     (loose / "pyproject.toml").write_text("[project]\nname = 'p'\n")  # a marker: the whole tree is the project
     assert os.path.join("someone-elses-checkout", "src", "model.py") in [
         os.path.relpath(p, loose) for p in project_files(str(loose)).paths]
+
+
+@pytest.mark.parametrize("override, mixed", [
+    ("", False),  # the configuration's value holds: float32
+    ("configs.general.precision = 16\n", True),
+    ("setattr(configs.general, 'precision', 16)\n", True),
+    ("for key, value in overrides.items():\n    setattr(configs.general, key, value)\n", True),
+    ("configs.general.update(vars(overrides))\n", True),
+    ("setattr(other, name, 16)\n", False),  # another object's attribute
+])
+def test_a_configuration_attribute_is_a_constant_until_code_sets_it(tmp_path: Path, override: str, mixed: bool) -> None:
+    """`configs.general.precision = 32` at a configuration module's top level is the value a
+    policy choice reads in another module (`"mixed_float16" if configs.general.precision == 16
+    else "float32"`), unless code that can reach the object sets that attribute (or any
+    attribute of it) again."""
+    shutil.copytree(FIXTURES / "projects" / "policy_from_a_configuration_object", tmp_path / "p",
+                    ignore=shutil.ignore_patterns("expected.txt"))
+    run = tmp_path / "p" / "float32_run"
+    helper = run / "overrides.py"
+    helper.write_text("from cfg import configs\n\nother = object()\nname = 'x'\noverrides = {}\n" + override)
+    main = run / "main.py"
+    main.write_text(main.read_text().replace("from cfg import configs\n", "from cfg import configs\nimport overrides\n"))
+    model = str(run / "modules" / "model.py")
+    index = ProjectIndex.for_path(model, cache=False, fresh=True)
+    assert ("mixed_float16" in index.context_for(model).mixed_policies()[0]) is mixed

@@ -115,7 +115,8 @@ DTYPE_PRESERVING = frozenset(
         "sqrt", "rsqrt", "exp", "log", "abs", "square", "negative", "reduce_sum", "reduce_mean",
         "reduce_max", "reduce_min", "sum", "mean", "max", "min", "matmul", "einsum", "reshape",
         "transpose", "expand_dims", "squeeze", "tile", "softmax", "tanh", "sigmoid", "relu",
-        "norm", "identity", "stop_gradient", "batch_dot", "dot",
+        "norm", "identity", "stop_gradient", "batch_dot", "dot", "gather", "gather_nd", "take",
+        "take_along_axis", "clip_by_value", "pad", "slice", "cumsum", "reverse", "roll",
     )
 )
 # Calls that make a host-side constant: float32 (or NumPy float64) unless given a dtype.
@@ -533,10 +534,10 @@ class Float16Code:
             qualified = facts.qualified(expr.func)
             if qualified in CASTS:
                 dtype = arg_value(expr, CASTS[qualified], "dtype")
-                return dtype is not None and self.is_wide_dtype(dtype)
+                return dtype is not None and self.is_wide_dtype(dtype, depth + 1)
             dtype = arg_value(expr, None, "dtype")
             if dtype is not None:
-                return self.is_wide_dtype(dtype)
+                return self.is_wide_dtype(dtype, depth + 1)
             if qualified is None:
                 # A function of the module whose every return value is float32.
                 callees = facts.call_graph.callees(expr)
@@ -599,7 +600,7 @@ class Float16Code:
             and self.index.enclosing(node, cst.FunctionDef, cst.Lambda) is function
         ]
 
-    def is_wide_dtype(self, dtype: cst.BaseExpression) -> bool:
+    def is_wide_dtype(self, dtype: cst.BaseExpression, depth: int = 0) -> bool:
         """float32/float64 by name, `K.floatx()` or a layer's `self.dtype` (both float32
         under the mixed policies: the variable dtype, not the compute dtype)."""
         if isinstance(dtype, cst.Call) and self.facts.qualified(dtype.func) in ("keras.backend.floatx", "keras.config.floatx"):
@@ -613,6 +614,8 @@ class Float16Code:
             and id(self.index.class_of(dtype)) in self.layer_classes
         ):
             return True
+        if isinstance(dtype, cst.Attribute) and dtype.attr.value == "dtype" and depth <= 16:
+            return self.is_wide(dtype.value, depth + 1)  # `tf.cast(mask, dist.dtype)`: dist's dtype
         names = self.facts.policy.policy_names(dtype)
         return bool(names) and names <= WIDE_FLOATS  # type: ignore[operator]
 
@@ -641,6 +644,7 @@ class Float16Code:
     ) -> tuple[cst.CSTNode, cst.BaseExpression | None] | None:
         """The last assignment to `name` in its function that precedes `use` (default:
         the name itself), as (statement node, value); None if there is none."""
+        read = use is None or use is name
         use = use or name
         scope = self.index.enclosing(name, cst.FunctionDef, cst.Lambda, cst.ClassDef) or self.facts.module
         entries = self._assignment_table().get((id(scope), name.value), [])
@@ -648,7 +652,28 @@ class Float16Code:
         for node, value in entries:
             if self.index.before(node, use) and not self.index.contains(node, use):
                 chosen = (node, value)
+        if chosen is None and read and not entries:
+            return self._closure_binding(name, scope)
         return chosen
+
+    def _closure_binding(self, name: cst.Name, scope: cst.CSTNode) -> tuple[cst.CSTNode, cst.BaseExpression | None] | None:
+        """What a nested function reads for a name it does not bind: the enclosing
+        function's last assignment to it, where none comes after the nested function's
+        definition (`x = tf.cast(x, tf.float32)`, then `def body(): ... x ...`)."""
+        inner = scope
+        while isinstance(inner, (cst.FunctionDef, cst.Lambda)):
+            if any(p.name.value == name.value for p in _params(inner)) or self.facts.bindings.is_bound(inner, name.value):
+                return None  # a parameter, `with ... as`, an import: bound here
+            outer = self.index.enclosing(inner, cst.FunctionDef, cst.Lambda, cst.ClassDef)
+            if not isinstance(outer, (cst.FunctionDef, cst.Lambda)):
+                return None
+            entries = self._assignment_table().get((id(outer), name.value), [])
+            if entries:
+                if any(not self.index.before(node, inner) for node, _ in entries):
+                    return None  # rebound after the definition: the value depends on when it runs
+                return entries[-1]
+            inner = outer
+        return None
 
     def _assignment_table(self) -> dict[tuple[int, str], list[tuple[cst.CSTNode, cst.BaseExpression | None]]]:
         if self._assignments is None:

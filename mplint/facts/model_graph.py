@@ -1044,6 +1044,10 @@ class ModelGraph:
                     return True
                 if isinstance(func, cst.Attribute) and func.attr.value == "add":
                     return True
+                if isinstance(func, cst.Attribute) and func.attr.value in ("append", "insert") \
+                        and isinstance(func.value, cst.Name) and any(a.value is node for a in ancestor.args):
+                    # `blocks.append(stem)`, then `x = blocks[i](x)` or `for b in blocks: x = b(x)`
+                    return self._stack_applied(scope_of(self.facts, ancestor), func.value.value)
                 return False
             if isinstance(ancestor, cst.Assign):
                 return self._stack_applied_in_a_loop(ancestor, node)
@@ -1083,14 +1087,24 @@ class ModelGraph:
             return False
         if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
             return False
-        name = assign.targets[0].target.value
-        scope = scope_of(self.facts, assign)
+        return self._stack_applied(scope_of(self.facts, assign), assign.targets[0].target.value)
+
+    def _stack_applied(self, scope: cst.CSTNode, name: str) -> bool:
+        """A loop applies the items of the list `name` one after the other, each to the
+        value the one before gave: `for block in stack: x = block(x)`, or `x = stack[i](x)`
+        in a loop over the indices."""
         for use in self.name_loads(scope, name):
             found = self._loop_item(use)
             if found is not None:
                 loop, item = found
                 if any(_rebinds_its_argument(node, item) for node in self.index.descendants(loop.body)):
                     return True
+            subscript = self.index.parent_of(use)
+            call = self.index.parent_of(subscript) if isinstance(subscript, cst.Subscript) else None
+            statement = self.index.parent_of(call) if isinstance(call, cst.Call) and call.func is subscript else None
+            if statement is not None and self.index.enclosing(use, cst.For) is not None \
+                    and _rebinds_its_argument(statement, None, call):
+                return True
         return False
 
     def _class_is_component(self, classdef: cst.ClassDef) -> bool:
@@ -1184,13 +1198,18 @@ def _is_preprocessing(qualified: str) -> bool:
     return name in _PREPROCESSING or name.startswith("Random")
 
 
-def _rebinds_its_argument(node: cst.CSTNode, callee: str) -> bool:
-    """`x = callee(x, ...)`: the call's result replaces the value it was given."""
+def _rebinds_its_argument(node: cst.CSTNode, callee: str | None, call: cst.Call | None = None) -> bool:
+    """`x = callee(x, ...)` (or `x = <call>` for the given call): the call's result
+    replaces the value it was given."""
     if not (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)):
         return False
-    call = node.value
-    if not (isinstance(call.func, cst.Name) and call.func.value == callee and call.args):
-        return False
+    if call is not None:
+        if node.value is not call or not call.args:
+            return False
+    else:
+        call = node.value
+        if not (isinstance(call.func, cst.Name) and call.func.value == callee and call.args):
+            return False
     given = call.args[0].value
     return isinstance(given, cst.Name) and any(isinstance(t.target, cst.Name) and t.target.value == given.value
                                                for t in node.targets)

@@ -210,6 +210,9 @@ class PolicyFacts:
             value = expr.evaluated_value
             return frozenset({value}) if isinstance(value, str) else None
         if isinstance(expr, cst.IfExp):
+            truth = constant_truth(facts, expr.test)  # `"mixed_float16" if cfg.precision == 16 else "float32"`
+            if truth is not None:
+                return self.policy_names(expr.body if truth else expr.orelse, depth + 1)
             found = [self.policy_names(expr.body, depth + 1), self.policy_names(expr.orelse, depth + 1)]
             known = [f for f in found if f]
             return frozenset().union(*known) if known else None

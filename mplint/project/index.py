@@ -83,6 +83,7 @@ class ProjectIndex:
         self._folders: set[str] | None = None
         self._imports: dict[str, set[str]] = {}
         self._configured: set[str] | None = None  # see `configured_modules`
+        self._set_once: dict[tuple[str, str], bool] = {}  # see `_attribute_set_once`
         self._configured_from: tuple[str, ...] = ()  # the `_target_` names it was built from
         self._resolved: dict[tuple[str, str], str | None] = {}
         self._definitions: dict[str, tuple[str, str, str] | None] = {}
@@ -204,6 +205,7 @@ class ProjectIndex:
         self._era_target = _UNSET
         self._mentions_cache = None
         self._trainers.clear()
+        self._set_once.clear()
         self._tensorflow1_importers.clear()
         self._training.pop(module, None)
         self._layer_builders.pop(module, None)
@@ -446,6 +448,18 @@ class ProjectIndex:
         sources = names | {m for m in self.path_of if self.imports_of(m) & names}
         return self._imported_by(sources), self._imported_by({m for m in self.path_of if not self.is_test(m)})
 
+    def _sharing_objects_with(self, module: str) -> set[str]:
+        """The modules that can reach `module`'s objects: those that import it, directly or
+        through others, and the modules these import (they may be handed the object)."""
+        importers: set[str] = set()
+        frontier = [module]
+        while frontier:
+            for importer in self.importers_of(frontier.pop()):
+                if importer not in importers:
+                    importers.add(importer)
+                    frontier.append(importer)
+        return importers | self._imported_by(importers | {module})
+
     def _imported_by(self, sources: set[str]) -> set[str]:
         """The modules `sources` import, directly or through others (one step at least)."""
         reached: set[str] = set()
@@ -573,7 +587,8 @@ class ProjectIndex:
         if table is None:
             return None
         head, _, tail = rest.partition(".")
-        if head in table["definitions"] or rest in table["constants"] or head in table["constants"]:
+        if head in table["definitions"] or rest in table["constants"] or head in table["constants"] \
+                or rest in table.get("attribute_constants", ()):
             return name
         target = table["imports"].get(head)
         if target is not None:
@@ -749,6 +764,10 @@ class ProjectIndex:
     def _deps_hold(self, module: str, deps: dict) -> bool:
         for raw, name in deps.get("resolved", {}).items():
             if self.resolve(module, raw) != name:
+                return False
+        for name, value in deps.get("constants", {}).items():
+            found = self.constant(name)
+            if ([found.value] if found is not None else None) != value:
                 return False
         for callee, effect in deps.get("exits", {}).items():
             if callee.startswith("import "):
@@ -1205,10 +1224,49 @@ class ProjectIndex:
             return None
         module, rest = located
         table = self.table(module)
-        if table is None or rest not in table["constants"]:
+        if table is None:
             return None
-        value, row = table["constants"][rest]
+        if rest in table["constants"]:
+            value, row = table["constants"][rest]
+        elif rest in table.get("attribute_constants", ()) and self._attribute_set_once(module, rest):
+            value, row = table["attribute_constants"][rest]
+        else:
+            return None
         return ExternalValue(value, self._where(module, row), f"constant {rest}", rest.rsplit(".", 1)[-1])
+
+    def _attribute_set_once(self, module: str, dotted: str) -> bool:
+        """Whether a configuration attribute `module` sets once at its top level
+        (`configs.general.precision = 32`) keeps that value: no code of the project sets
+        an attribute of that name again (`configs.general.precision = 16` in a script,
+        `setattr(configs, name, ...)`, `configs.update(vars(args))`)."""
+        key = (module, dotted)
+        found = self._set_once.get(key)
+        if found is None:
+            attribute = dotted.rsplit(".", 1)[-1]
+            own = self.table(module) or {}
+            constants = own.get("attribute_constants", {})
+            here = sum(1 for name in constants if name.rsplit(".", 1)[-1] == attribute)
+            root = dotted.split(".", 1)[0]
+            stored = own.get("stored_attributes", {})
+            found = stored.get(attribute, 0) == here and not stored.get("*") and not stored.get("*" + root)
+            for other in sorted(self._sharing_objects_with(module)):
+                path = self.path_of[other]
+                if not found:
+                    break
+                if other == module or path.endswith(".ipynb"):
+                    continue
+                text = self.text(path)
+                if text is None or not any(word in text for word in (attribute, "setattr", "vars(", "__dict__")):
+                    continue
+                table = self.table(other) or {}
+                stored = table.get("stored_attributes", {})
+                # `setattr(x, name, v)` counts where `x` is the object as this module imports it
+                aliases = [name for name, target in table.get("imports", {}).items()
+                           if self.absolute(other, target) in (module, f"{module}.{root}")]
+                found = not stored.get(attribute) and not stored.get("*") \
+                    and not any(stored.get("*" + alias) for alias in aliases)
+            self._set_once[key] = found
+        return found
 
     def _table_entry(self, name: str, field: str) -> tuple[Any, dict] | None:
         """(the entry a project module's table keeps for `name` under `field`, that
@@ -1528,7 +1586,10 @@ class ModuleContext:
         return self.index.external_flow(self.module)
 
     def constant(self, name: str) -> ExternalValue | None:
-        return self.index.constant(name)
+        found = self.index.constant(name)
+        if self._record:  # another module's value: the summary holds while it does
+            self.deps.setdefault("constants", {})[name] = [found.value] if found is not None else None
+        return found
 
     def version_flag(self, name: str) -> dict[str, bool] | None:
         return self.index.version_flag(name)

@@ -6,7 +6,9 @@ functions and classes it defines (with the parameters of each function, named li
 `main.<locals>.step`; for one whose every return casts to float32, the parameters
 that could choose another dtype; the parameters it trains or predicts with as a model), its constants (module-level names and `Class.ATTR` bound once to
 a literal, or to a dict/list/tuple of literals) and the defaults of the absl flags it
-defines, and the names it calls (`f(...)`, `x.f(...)`: the last name). A module that does
+defines, and the names it calls (`f(...)`, `x.f(...)`: the last name); a configuration
+object's attributes set once at module level to a literal, and the attributes the module
+sets anywhere (`x.precision = 16`). A module that does
 not parse has no table (its facts are skipped).
 """
 
@@ -29,7 +31,8 @@ def build_table(text: str) -> dict[str, Any] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     table: dict[str, Any] = {"imports": {}, "stars": [], "definitions": {}, "functions": {}, "constants": {}, "flags": {},
-                             "called": [], "unread": [], "version_flags": {}, "version_functions": {}, "tf1_only_imports": []}
+                             "called": [], "unread": [], "version_flags": {}, "version_functions": {}, "tf1_only_imports": [],
+                             "attribute_constants": {}, "stored_attributes": {}}
     called: set[str] = set()
     read: set[str] = set()  # names the module's code reads (loads)
     from_imported: set[str] = set()  # names bound by `from m import name`
@@ -55,7 +58,10 @@ def build_table(text: str) -> dict[str, Any] | None:
         elif isinstance(node, ast.Name):
             if not isinstance(node.ctx, ast.Store):
                 read.add(node.id)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            _note_stored_attributes(node, table["stored_attributes"])
         elif isinstance(node, ast.Call):
+            _note_setattr(node, table["stored_attributes"])
             _flag(node, table["flags"])
             func = node.func
             if isinstance(func, ast.Name):
@@ -78,6 +84,7 @@ def build_table(text: str) -> dict[str, Any] | None:
         if count > 1 or name in table["imports"]:
             table["constants"].pop(name, None)
             table["version_flags"].pop(name, None)
+    _attribute_constants(tree, assigned, table)
     table["called"] = sorted(called)
     if "__version__" in text or "VERSION" in text:  # else no import is under a version check
         table["tf1_only_imports"] = _tf1_only_imports(tree, table["imports"])
@@ -90,6 +97,81 @@ def build_table(text: str) -> dict[str, Any] | None:
     exported = _all_names(tree)
     table["unread"] = sorted(from_imported - read - exported)
     return table
+
+
+def _attribute_constants(tree: ast.Module, assigned: dict[str, int], table: dict[str, Any]) -> None:
+    """A configuration object's attributes set once, at module level, to a literal
+    (`configs = EasyDict()`, then `configs.general.precision = 32`): `attribute_constants`
+    keeps them by dotted name. Whether another module (or a function) sets the same
+    attribute again, `stored_attributes` tells (`ProjectIndex.constant` checks)."""
+    found: dict[str, list] = {}
+    counts: dict[str, int] = {}
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        dotted = _attribute_chain(statement.targets[0])
+        if dotted is None:
+            continue
+        root = dotted.split(".", 1)[0]
+        if assigned.get(root) != 1 or root in table["imports"]:
+            continue  # the object itself must be a module-level name bound once, here
+        counts[dotted] = counts.get(dotted, 0) + 1
+        ok, value = literal(statement.value)
+        if ok:
+            found[dotted] = [value, statement.lineno]
+    table["attribute_constants"] = {name: entry for name, entry in found.items() if counts[name] == 1}
+
+
+def _attribute_chain(target: ast.expr) -> str | None:
+    """`a.b.c` for an attribute target rooted at a name; None otherwise."""
+    parts = []
+    while isinstance(target, ast.Attribute):
+        parts.append(target.attr)
+        target = target.value
+    if not parts or not isinstance(target, ast.Name):
+        return None
+    return ".".join([target.id, *reversed(parts)])
+
+
+def _note_stored_attributes(node: ast.Assign | ast.AugAssign | ast.AnnAssign, stored: dict[str, int]) -> None:
+    """Count each attribute the statement sets (`x.precision = 16`), but on `self`/`cls`."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    stack = list(targets)
+    while stack:
+        target = stack.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            stack.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            stack.append(target.value)
+        elif isinstance(target, ast.Attribute):
+            if not (isinstance(target.value, ast.Name) and target.value.id in ("self", "cls")):
+                stored[target.attr] = stored.get(target.attr, 0) + 1
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
+                and target.value.attr == "__dict__":
+            stored["*"] = stored.get("*", 0) + 1
+
+
+def _note_setattr(call: ast.Call, stored: dict[str, int]) -> None:
+    """`setattr(x, "precision", 16)` sets `precision`; `setattr(x, name, v)` may set any
+    attribute of `x` (`*x`); `x.__dict__.update(...)` and `x.update(vars(args))` any
+    attribute of anything (`*`)."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) >= 2:
+        name = call.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            key = name.value
+        else:  # any attribute of the object its first argument names: `*configs`
+            receiver = call.args[0]
+            while isinstance(receiver, (ast.Attribute, ast.Subscript)):
+                receiver = receiver.value
+            key = "*" + receiver.id if isinstance(receiver, ast.Name) else "*"
+        stored[key] = stored.get(key, 0) + 1
+    elif isinstance(func, ast.Attribute) and func.attr == "update":
+        owner = func.value
+        from_namespace = any(isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id == "vars"
+                             for a in call.args)
+        if from_namespace or (isinstance(owner, ast.Attribute) and owner.attr == "__dict__"):
+            stored["*"] = stored.get("*", 0) + 1
 
 
 def _tf1_only_imports(tree: ast.Module, imports: dict[str, str]) -> list[list]:
