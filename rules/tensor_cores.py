@@ -485,7 +485,7 @@ class FiltersNotMultiple(_TensorCoreRule):
     code = MP302
     name = "filters-not-multiple"
     precision = "medium"
-    precision_evidence = "0 of its 3 judged findings in the fresh audits were true (3 false, 9 debatable)"
+    precision_evidence = "0 of its 3 judged findings in the fresh audits were true (3 false, 12 debatable)"
 
 
 class BatchSizeNotMultiple(_TensorCoreRule):
