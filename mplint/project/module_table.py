@@ -38,15 +38,39 @@ def build_table(text: str) -> dict[str, Any] | None:
     from_imported: set[str] = set()  # names bound by `from m import name`
     _walk_definitions(tree.body, [], table, set(), _consuming_lines(text))
     assigned: dict[str, int] = {}
+    stored = table["stored_attributes"]
+    Name, Attribute, Call, Store, Subscript = ast.Name, ast.Attribute, ast.Call, ast.Store, ast.Subscript
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        kind = type(node)
+        if kind is Name:
+            if type(node.ctx) is not Store:
+                read.add(node.id)
+        elif kind is Attribute:
+            if type(node.ctx) is Store:  # `x.precision = 16` (also in a `for`/`with` target), not on self/cls
+                owner = node.value
+                if not (type(owner) is Name and owner.id in ("self", "cls")):
+                    stored[node.attr] = stored.get(node.attr, 0) + 1
+        elif kind is Call:
+            func = node.func
+            method = func.id if type(func) is Name else func.attr if type(func) is Attribute else None
+            if method is not None:
+                called.add(method)
+                if method == "setattr" or method == "update":
+                    _note_setattr(node, stored)
+                elif method.startswith("DEFINE_"):
+                    _flag(node, table["flags"])
+        elif kind is Subscript:
+            value = node.value
+            if type(node.ctx) is Store and type(value) is Attribute and value.attr == "__dict__":
+                stored["*"] = stored.get("*", 0) + 1  # `x.__dict__[name] = value`
+        elif kind is ast.Import:
             for alias in node.names:
                 if alias.asname:
                     table["imports"][alias.asname] = alias.name
                 else:
                     head = alias.name.split(".", 1)[0]
                     table["imports"].setdefault(head, head)
-        elif isinstance(node, ast.ImportFrom):
+        elif kind is ast.ImportFrom:
             module = "." * node.level + (node.module or "")
             for alias in node.names:
                 if alias.name == "*":
@@ -55,19 +79,6 @@ def build_table(text: str) -> dict[str, Any] | None:
                     from_imported.add(alias.asname or alias.name)
                     # `.` * level, then the module path and the name (`from . import x`: `.x`)
                     table["imports"][alias.asname or alias.name] = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
-        elif isinstance(node, ast.Name):
-            if not isinstance(node.ctx, ast.Store):
-                read.add(node.id)
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            _note_stored_attributes(node, table["stored_attributes"])
-        elif isinstance(node, ast.Call):
-            _note_setattr(node, table["stored_attributes"])
-            _flag(node, table["flags"])
-            func = node.func
-            if isinstance(func, ast.Name):
-                called.add(func.id)
-            elif isinstance(func, ast.Attribute):
-                called.add(func.attr)
     for statement in tree.body:
         for name, value in _assignments(statement):
             assigned[name] = assigned.get(name, 0) + 1
@@ -131,24 +142,6 @@ def _attribute_chain(target: ast.expr) -> str | None:
     if not parts or not isinstance(target, ast.Name):
         return None
     return ".".join([target.id, *reversed(parts)])
-
-
-def _note_stored_attributes(node: ast.Assign | ast.AugAssign | ast.AnnAssign, stored: dict[str, int]) -> None:
-    """Count each attribute the statement sets (`x.precision = 16`), but on `self`/`cls`."""
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    stack = list(targets)
-    while stack:
-        target = stack.pop()
-        if isinstance(target, (ast.Tuple, ast.List)):
-            stack.extend(target.elts)
-        elif isinstance(target, ast.Starred):
-            stack.append(target.value)
-        elif isinstance(target, ast.Attribute):
-            if not (isinstance(target.value, ast.Name) and target.value.id in ("self", "cls")):
-                stored[target.attr] = stored.get(target.attr, 0) + 1
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
-                and target.value.attr == "__dict__":
-            stored["*"] = stored.get("*", 0) + 1
 
 
 def _note_setattr(call: ast.Call, stored: dict[str, int]) -> None:
