@@ -144,6 +144,27 @@ def test_a_kept_index_refreshed_from_disk_answers_like_a_fresh_one(tmp_path: Pat
     assert index.refresh() is None  # the caller builds a new index
 
 
+def test_a_kept_index_follows_an_edit_of_a_configuration_constant(tmp_path: Path) -> None:
+    """The solution read `configs.general.precision` from cfg.py, a module outside it: an
+    edit of that value (or of code that sets the attribute) makes `refresh` give what a
+    fresh index gives; an edit of something else keeps the solution."""
+    root = _copy(FIXTURES / "projects" / "policy_from_a_configuration_object", tmp_path)
+    model = str(root / "float32_run" / "modules" / "model.py")
+    cfg = root / "float32_run" / "cfg.py"
+
+    def policies(index: ProjectIndex) -> frozenset:
+        return index.context_for(model).mixed_policies()[0]
+
+    index = ProjectIndex(str(root))
+    assert policies(index) == frozenset()
+    solution = index._solve()
+    cfg.write_text(cfg.read_text().replace("configs.general.epochs = 5", "configs.general.epochs = 6"))
+    assert index.refresh() == [str(cfg)] and index._solve() is solution
+    cfg.write_text(cfg.read_text().replace("precision = 32", "precision = 16"))
+    assert index.refresh() == [str(cfg)] and index._solve() is not solution
+    assert policies(index) == policies(ProjectIndex(str(root))) == {"mixed_float16"}
+
+
 def test_the_policy_facts_do_not_depend_on_hash_order_or_the_store(tmp_path: Path) -> None:
     """Which modules bring a policy in (and so a file's cache key and messages) is the same
     in every process (string hashing is randomised per process) and whatever the project

@@ -223,6 +223,18 @@ class ProjectIndex:
         if in_solution and not structural and old_table is not _UNSET \
                 and self._runs_as_before(module, old_table, old_summary):
             in_solution = False  # an edit that changes neither what it defines nor its flow
+        read = self._constants_the_solution_read() if not (structural or in_solution) else []
+        if read:
+            # a summary of the solution read another module's constant (`configs.precision`):
+            # this edit may change it (the value, or code that sets the attribute again)
+            if old_table is _UNSET and previous is not None and not path.endswith(".ipynb"):
+                from mplint.project.module_table import build_table
+
+                old_table = build_table(previous)
+            new_table = self.table(module)
+            structural = old_table is _UNSET or any(
+                _constant_facts(old_table, name, module, self.locate) != _constant_facts(new_table, name, module, self.locate)
+                for name in read)
         if structural or in_solution:
             self._summaries.clear()
             self._importers = None
@@ -235,6 +247,13 @@ class ProjectIndex:
         else:
             for importer in self.importers_of(module):
                 self._summaries.pop(importer, None)
+
+    def _constants_the_solution_read(self) -> list[str]:
+        """The other modules' constants the summaries of the policy solution read (their
+        deps list `constants`)."""
+        if self._solution is None:
+            return []
+        return sorted({name for m in self._solution[0] for name in self._summary_deps.get(m, {}).get("constants", ())})
 
     def _runs_as_before(self, module: str, old_table: dict | None, old_summary: dict | None) -> bool:
         """Whether an edited module of the policy solution still defines what it did (its
@@ -1538,6 +1557,21 @@ class ProjectIndex:
 
     def save(self) -> str | None:
         return self.store.save()
+
+
+def _constant_facts(table: dict | None, name: str, module: str, locate) -> tuple:
+    """What of `module`'s table the constant `name` (dotted) depends on: its value where
+    `module` defines it, and the sets of its attribute here (`x.precision = 16`,
+    `setattr`)."""
+    if table is None:
+        return ()
+    located = locate(name)
+    rest = located[1] if located is not None else name
+    attribute = rest.rsplit(".", 1)[-1]
+    stored = table.get("stored_attributes", {})
+    own = (table.get("constants", {}).get(rest), table.get("attribute_constants", {}).get(rest)) \
+        if located is not None and located[0] == module else ()
+    return own, stored.get(attribute), sorted(k for k in stored if k.startswith("*"))
 
 
 class ModuleContext:
