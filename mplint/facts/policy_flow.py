@@ -41,6 +41,7 @@ from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlo
 
 if TYPE_CHECKING:
     from mplint.facts.call_graph import CallGraph
+    from mplint.facts.policy import PolicySetting
 
 # (parameter, its position among positional arguments, its default's truth) -> the truth
 # a call gives it, or None.
@@ -141,6 +142,9 @@ class _Event:
     saved_at: cst.CSTNode | None = None  # "restore": where the saved policy was read
     callees: tuple[cst.FunctionDef, ...] = ()  # "call" of the module's functions
     exit: frozenset[str] | None = None  # "call" of another module's function: its effect
+    # "set" whose policy a parameter of its function chooses (`"mixed_float16" if amp else
+    # "float32"`): (the parameter, the policies when it is true, when it is false)
+    chosen_by: tuple[str, frozenset[str], frozenset[str]] | None = None
 
 
 class PolicyFlow:
@@ -239,7 +243,8 @@ class PolicyFlow:
             if saved is not None:
                 event = _Event(setting.call, "restore", saved_at=saved)
             else:
-                event = _Event(setting.call, "set", setting.names or frozenset({UNKNOWN}))
+                event = _Event(setting.call, "set", setting.names or frozenset({UNKNOWN}),
+                               chosen_by=self._parameter_choice(setting))
             self._add(event)
         changing = self._policy_changing_functions()
         for call in self.index.nodes(cst.Call):
@@ -396,15 +401,19 @@ class PolicyFlow:
             if assume and any(dict(assume).get(param, truth) != truth
                               for param, truth in self._parameter_conditions(event.node, scope)):
                 continue  # `if fp16:` in a call that passes `fp16=False`
-            contribution, certain = self._effect(event)
+            contribution, certain = self._effect(event, assume)
             result |= contribution
             if certain and self._paths(event.node, scope)[0] <= here:
                 return frozenset(result)
         return frozenset(result | base)
 
-    def _effect(self, event: _Event) -> tuple[frozenset[str], bool]:
-        """(the policies an event leaves, whether it certainly replaces the state)."""
+    def _effect(self, event: _Event, assume: Assumption = ()) -> tuple[frozenset[str], bool]:
+        """(the policies an event leaves, whether it certainly replaces the state); with
+        `assume`, a setting its function's parameter chooses sets what that truth picks."""
         if event.kind == "set":
+            if event.chosen_by is not None and event.chosen_by[0] in dict(assume):
+                param, when_true, when_false = event.chosen_by
+                return (when_true if dict(assume)[param] else when_false), True
             return event.names, True
         if event.kind == "restore":
             assert event.saved_at is not None
@@ -485,13 +494,34 @@ class PolicyFlow:
             found = self._guards[id(function)] = {}
             in_class = self.graph.owner(function) is not None
             for event in self._events.get(id(function), ()):
-                for name, _ in self._parameter_conditions(event.node, function):
+                chosen = [(event.chosen_by[0], True)] if event.chosen_by is not None else []
+                for name, _ in [*self._parameter_conditions(event.node, function), *chosen]:
                     if name not in found:
                         param = next(p for p in _all_params(function) if p.name.value == name)
                         default = param.default
                         found[name] = (call_position(function, param, in_class),
                                        constant_truth(self.facts, default) if default is not None else None)
         return found
+
+    def _parameter_choice(self, setting: PolicySetting) -> tuple[str, frozenset[str], frozenset[str]] | None:
+        """(parameter, policies when true, when false) for a setting whose function's
+        parameter picks the policy (`mplint.facts.selected_policy.parameter_choice`)."""
+        from mplint.facts.selected_policy import parameter_choice
+
+        function = self.index.enclosing(setting.call, cst.FunctionDef)
+        if function is None or setting.argument is None:
+            return None
+        found = parameter_choice(self.facts, setting.argument, function)
+        if found is None:
+            return None
+        choice, param, negated = found
+        when_true = self._policy.policy_names(choice.body)
+        when_false = self._policy.policy_names(choice.orelse)
+        if not when_true or not when_false:
+            return None
+        if negated:
+            when_true, when_false = when_false, when_true
+        return param.name.value, frozenset(when_true), frozenset(when_false)
 
     def _parameter_conditions(self, node: cst.CSTNode, scope: cst.CSTNode) -> list[tuple[str, bool]]:
         """The `if param:` / `if not param:` tests on `scope`'s own parameters (never

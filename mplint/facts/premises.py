@@ -51,7 +51,10 @@ class _LocalPolicy:
     once per module: every finding of a large file asks)."""
 
     def __init__(self, facts: "ModuleFacts") -> None:
-        local = [s for s in facts.policy.settings if s.is_mixed]
+        from mplint.facts.selected_policy import never_mixed
+
+        # not a setting whose every caller passes a constant that picks float32
+        local = [s for s in facts.policy.settings if s.is_mixed and not never_mixed(facts, s)]
         self.names = sorted({n for s in local for n in (s.names or ()) if n.startswith("mixed_")})
         self.where = f"`{_short(facts, local[0].call)}` in this file" if local else None
 

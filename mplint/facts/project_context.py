@@ -25,6 +25,7 @@ class ExternalValue:
     where: str  # "config.py:3"
     label: str  # "constant HIDDEN", "flag --hidden_size default", "argument `hidden` of `build(...)`"
     name: str | None = None
+    written_in_code: bool = False  # an argument: a literal or constant at the call, not a flag's default
 
 
 @dataclass(frozen=True)

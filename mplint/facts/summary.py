@@ -82,10 +82,13 @@ def _argument(facts: "ModuleFacts", expr: cst.BaseExpression, call: cst.Call) ->
 
     value = facts.values.resolve(expr)
     if value is not None and isinstance(value.value, _LITERALS):
+        found: dict[str, Any] = {"value": value.value}
         source = value.single_source
         if source is not None and source.name:  # `Linear(c, num_classes)`: what the value is here
-            return {"value": value.value, "name": source.name}
-        return {"value": value.value}
+            found["name"] = source.name
+        if value.written_in_code:  # a literal or a constant, not a flag's default
+            found["code"] = True
+        return found
     from mplint.facts.training import TrainingLoops
 
     loops = facts.analysis(TrainingLoops)

@@ -1504,7 +1504,7 @@ class ProjectIndex:
             name = function.rsplit(".", 1)[0] if function.endswith(".__init__") else function
             # named as the caller has it (`num_classes` given as `out_channels`): what it is
             return ExternalValue(given["value"], where, f"argument `{param}` of `{name}(...)`",
-                                 given.get("name") or param)
+                                 given.get("name") or param, bool(given.get("code")))
         origin, generation, kind = given["optimizer"]
         return ExternalOptimizer(origin, generation, kind, where)
 
