@@ -244,6 +244,36 @@ class PolicyFacts:
             return frozenset(collected) if collected else None
         return None
 
+    def parameter_choice(self, expr: cst.BaseExpression, function: cst.FunctionDef,
+                         depth: int = 0) -> tuple[cst.IfExp, cst.Param, bool] | None:
+        """(the conditional expression, the parameter of `function` its test reads, whether
+        negated) that a policy expression evaluates (`"mixed_float16" if amp else
+        "float32"`), following the function's own names and policy constructors."""
+        facts = self._facts
+        if depth > 4:
+            return None
+        if isinstance(expr, cst.IfExp):
+            test, negated = expr.test, False
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, negated = test.expression, True
+            if not isinstance(test, cst.Name):
+                return None
+            params = function.params
+            param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                          if p.name.value == test.value), None)
+            if param is None or facts.bindings.is_bound(function, test.value):
+                return None  # not a parameter, or one the function re-binds
+            return expr, param, negated
+        if isinstance(expr, cst.Call) and is_policy_constructor(facts.names.qualified(expr.func)):
+            inner = arg_value(expr, 0, "name")
+            return self.parameter_choice(inner, function, depth + 1) if inner is not None else None
+        if isinstance(expr, cst.Name):
+            values = [v for v in facts.bindings.values_visible(expr, facts.index)
+                      if v is not None and facts.index.enclosing(v, cst.FunctionDef) is function]
+            if len(values) == 1:
+                return self.parameter_choice(values[0], function, depth + 1)
+        return None
+
     def _straight_line_value(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value bound to a module-level name read at module level, where every
         binding of it is a plain top-level assignment: the last one before the read.

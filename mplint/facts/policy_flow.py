@@ -41,7 +41,6 @@ from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlo
 
 if TYPE_CHECKING:
     from mplint.facts.call_graph import CallGraph
-    from mplint.facts.policy import PolicySetting
 
 # (parameter, its position among positional arguments, its default's truth) -> the truth
 # a call gives it, or None.
@@ -52,6 +51,7 @@ TruthOf = Callable[[str, "int | None", "bool | None"], "bool | None"]
 # one way only (module -> policy -> policy_flow).
 ModuleFacts = Any
 PolicyFacts = Any
+PolicySetting = Any
 
 # Parameters taken to be true or false (`setup(fp16=False)`): (name, truth), sorted.
 Assumption = tuple[tuple[str, bool], ...]
@@ -505,13 +505,11 @@ class PolicyFlow:
 
     def _parameter_choice(self, setting: PolicySetting) -> tuple[str, frozenset[str], frozenset[str]] | None:
         """(parameter, policies when true, when false) for a setting whose function's
-        parameter picks the policy (`mplint.facts.selected_policy.parameter_choice`)."""
-        from mplint.facts.selected_policy import parameter_choice
-
+        parameter picks the policy (`PolicyFacts.parameter_choice`)."""
         function = self.index.enclosing(setting.call, cst.FunctionDef)
         if function is None or setting.argument is None:
             return None
-        found = parameter_choice(self.facts, setting.argument, function)
+        found = self._policy.parameter_choice(setting.argument, function)
         if found is None:
             return None
         choice, param, negated = found

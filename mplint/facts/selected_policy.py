@@ -15,15 +15,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from mplint.analysis.calls import arg_value
-from mplint.facts.policy import MIXED_POLICIES, is_policy_constructor
+from mplint.facts.policy import MIXED_POLICIES
 from mplint.facts.project_context import ExternalValue
 
 if TYPE_CHECKING:
     from mplint.facts.module import ModuleFacts
     from mplint.facts.policy import PolicySetting
-
-_DEPTH = 4
 
 
 def never_mixed(facts: ModuleFacts, setting: PolicySetting) -> bool:
@@ -32,7 +29,7 @@ def never_mixed(facts: ModuleFacts, setting: PolicySetting) -> bool:
     function = facts.index.enclosing(setting.call, cst.FunctionDef)
     if function is None or setting.argument is None:
         return False
-    found = parameter_choice(facts, setting.argument, function)
+    found = facts.policy.parameter_choice(setting.argument, function)
     if found is None:
         return False
     choice, param, negated = found
@@ -45,34 +42,6 @@ def never_mixed(facts: ModuleFacts, setting: PolicySetting) -> bool:
         if names is None or any(n in MIXED_POLICIES for n in names):
             return False
     return True
-
-
-def parameter_choice(facts: ModuleFacts, expr: cst.BaseExpression, function: cst.FunctionDef,
-                     depth: int = 0) -> tuple[cst.IfExp, cst.Param, bool] | None:
-    """(the conditional expression, the parameter its test reads, whether negated) that
-    `expr` evaluates, following the function's own names and policy constructors."""
-    if depth > _DEPTH:
-        return None
-    if isinstance(expr, cst.IfExp):
-        test, negated = expr.test, False
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test, negated = test.expression, True
-        if not isinstance(test, cst.Name):
-            return None
-        param = next((p for p in (*function.params.posonly_params, *function.params.params,
-                                  *function.params.kwonly_params) if p.name.value == test.value), None)
-        if param is None or facts.bindings.is_bound(function, test.value):
-            return None  # not a parameter, or one the function re-binds
-        return expr, param, negated
-    if isinstance(expr, cst.Call) and is_policy_constructor(facts.qualified(expr.func)):
-        inner = arg_value(expr, 0, "name")
-        return parameter_choice(facts, inner, function, depth + 1) if inner is not None else None
-    if isinstance(expr, cst.Name):
-        values = [v for v in facts.bindings.values_visible(expr, facts.index)
-                  if v is not None and facts.index.enclosing(v, cst.FunctionDef) is function]
-        if len(values) == 1:
-            return parameter_choice(facts, values[0], function, depth + 1)
-    return None
 
 
 def _argument_truths(facts: ModuleFacts, function: cst.FunctionDef, param: cst.Param) -> list[bool]:
