@@ -960,7 +960,8 @@ class Float16Code:
             return False
         cached = self._dtype_exits.get(id(block))
         if cached is None:
-            # Per block, once: each statement's position and the first dtype exit's.
+            # Per block, once: each statement's position and the first dtype exit's (the
+            # block itself is kept with them, so that its id stays its own).
             positions = {id(sibling): i for i, sibling in enumerate(block.body)}
             first = next((i for i, sibling in enumerate(block.body)
                           if isinstance(sibling, cst.If) and sibling.orelse is None

@@ -1103,7 +1103,7 @@ class ModelGraph:
             call = self.index.parent_of(subscript) if isinstance(subscript, cst.Subscript) else None
             statement = self.index.parent_of(call) if isinstance(call, cst.Call) and call.func is subscript else None
             if statement is not None and self.index.enclosing(use, cst.For) is not None \
-                    and _rebinds_its_argument(statement, None, call):
+                    and _result_replaces_argument(statement, call):
                 return True
         return False
 
@@ -1198,18 +1198,18 @@ def _is_preprocessing(qualified: str) -> bool:
     return name in _PREPROCESSING or name.startswith("Random")
 
 
-def _rebinds_its_argument(node: cst.CSTNode, callee: str | None, call: cst.Call | None = None) -> bool:
-    """`x = callee(x, ...)` (or `x = <call>` for the given call): the call's result
-    replaces the value it was given."""
+def _rebinds_its_argument(node: cst.CSTNode, callee: str) -> bool:
+    """`x = callee(x, ...)`: the call's result replaces the value it was given."""
     if not (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)):
         return False
-    if call is not None:
-        if node.value is not call or not call.args:
-            return False
-    else:
-        call = node.value
-        if not (isinstance(call.func, cst.Name) and call.func.value == callee and call.args):
-            return False
+    func = node.value.func
+    return isinstance(func, cst.Name) and func.value == callee and _result_replaces_argument(node, node.value)
+
+
+def _result_replaces_argument(node: cst.CSTNode, call: cst.Call) -> bool:
+    """`x = <call>(x, ...)`, `node` the assignment of `call`'s result."""
+    if not (isinstance(node, cst.Assign) and node.value is call and call.args):
+        return False
     given = call.args[0].value
     return isinstance(given, cst.Name) and any(isinstance(t.target, cst.Name) and t.target.value == given.value
                                                for t in node.targets)

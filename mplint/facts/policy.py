@@ -164,6 +164,16 @@ class PolicySetting:
         return bool(self.names) and any(n in MIXED_POLICIES for n in self.names or ())
 
 
+@dataclass(frozen=True)
+class ParameterChoice:
+    """A policy setting that a parameter of its function chooses (`PolicyFacts.parameter_choice`)."""
+
+    function: cst.FunctionDef
+    param: cst.Param
+    when_true: frozenset[str] | None  # the policies it sets where the parameter is true
+    when_false: frozenset[str] | None
+
+
 def _in_dead_branch(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
     """Whether `node` sits in a branch of an `if` on a constant written in the code (not a
     flag or a parameter) that says the branch never runs: `DEBUG_AMP = False` ... `if
@@ -244,11 +254,28 @@ class PolicyFacts:
             return frozenset(collected) if collected else None
         return None
 
-    def parameter_choice(self, expr: cst.BaseExpression, function: cst.FunctionDef,
-                         depth: int = 0) -> tuple[cst.IfExp, cst.Param, bool] | None:
+    def parameter_choice(self, setting: PolicySetting) -> ParameterChoice | None:
+        """For a setting whose function's parameter picks the policy (`"mixed_float16" if
+        amp else "float32"`, also through a `Policy(...)` and a name the function binds
+        once): the function, the parameter, and the policies each truth of it picks (None
+        where mplint cannot name them)."""
+        function = self._facts.index.enclosing(setting.call, cst.FunctionDef)
+        if function is None or setting.argument is None:
+            return None
+        found = self._choice(setting.argument, function)
+        if found is None:
+            return None
+        choice, param, negated = found
+        when_true, when_false = self.policy_names(choice.body), self.policy_names(choice.orelse)
+        if negated:
+            when_true, when_false = when_false, when_true
+        return ParameterChoice(function, param, when_true, when_false)
+
+    def _choice(self, expr: cst.BaseExpression, function: cst.FunctionDef,
+                depth: int = 0) -> tuple[cst.IfExp, cst.Param, bool] | None:
         """(the conditional expression, the parameter of `function` its test reads, whether
-        negated) that a policy expression evaluates (`"mixed_float16" if amp else
-        "float32"`), following the function's own names and policy constructors."""
+        negated) that a policy expression evaluates, following the function's own names
+        and policy constructors."""
         facts = self._facts
         if depth > 4:
             return None
@@ -266,12 +293,12 @@ class PolicyFacts:
             return expr, param, negated
         if isinstance(expr, cst.Call) and is_policy_constructor(facts.names.qualified(expr.func)):
             inner = arg_value(expr, 0, "name")
-            return self.parameter_choice(inner, function, depth + 1) if inner is not None else None
+            return self._choice(inner, function, depth + 1) if inner is not None else None
         if isinstance(expr, cst.Name):
             values = [v for v in facts.bindings.values_visible(expr, facts.index)
                       if v is not None and facts.index.enclosing(v, cst.FunctionDef) is function]
             if len(values) == 1:
-                return self.parameter_choice(values[0], function, depth + 1)
+                return self._choice(values[0], function, depth + 1)
         return None
 
     def _straight_line_value(self, name: cst.Name) -> cst.BaseExpression | None:

@@ -505,21 +505,11 @@ class PolicyFlow:
 
     def _parameter_choice(self, setting: PolicySetting) -> tuple[str, frozenset[str], frozenset[str]] | None:
         """(parameter, policies when true, when false) for a setting whose function's
-        parameter picks the policy (`PolicyFacts.parameter_choice`)."""
-        function = self.index.enclosing(setting.call, cst.FunctionDef)
-        if function is None or setting.argument is None:
+        parameter picks the policy (`PolicyFacts.parameter_choice`), both named."""
+        found = self._policy.parameter_choice(setting)
+        if found is None or not found.when_true or not found.when_false:
             return None
-        found = self._policy.parameter_choice(setting.argument, function)
-        if found is None:
-            return None
-        choice, param, negated = found
-        when_true = self._policy.policy_names(choice.body)
-        when_false = self._policy.policy_names(choice.orelse)
-        if not when_true or not when_false:
-            return None
-        if negated:
-            when_true, when_false = when_false, when_true
-        return param.name.value, frozenset(when_true), frozenset(when_false)
+        return found.param.name.value, found.when_true, found.when_false
 
     def _parameter_conditions(self, node: cst.CSTNode, scope: cst.CSTNode) -> list[tuple[str, bool]]:
         """The `if param:` / `if not param:` tests on `scope`'s own parameters (never

@@ -26,19 +26,14 @@ if TYPE_CHECKING:
 def never_mixed(facts: ModuleFacts, setting: PolicySetting) -> bool:
     """Whether every call of the function holding `setting` picks a policy that is not
     mixed, the choice being an `x if <parameter> else y` on one of its parameters."""
-    function = facts.index.enclosing(setting.call, cst.FunctionDef)
-    if function is None or setting.argument is None:
-        return False
-    found = facts.policy.parameter_choice(setting.argument, function)
+    found = facts.policy.parameter_choice(setting)
     if found is None:
         return False
-    choice, param, negated = found
-    truths = _argument_truths(facts, function, param)
+    truths = _argument_truths(facts, found.function, found.param)
     if not truths:
         return False
     for truth in truths:
-        branch = choice.body if truth != negated else choice.orelse
-        names = facts.policy.policy_names(branch)
+        names = found.when_true if truth else found.when_false
         if names is None or any(n in MIXED_POLICIES for n in names):
             return False
     return True

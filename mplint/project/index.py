@@ -785,8 +785,7 @@ class ProjectIndex:
             if self.resolve(module, raw) != name:
                 return False
         for name, value in deps.get("constants", {}).items():
-            found = self.constant(name)
-            if ([found.value] if found is not None else None) != value:
+            if _constant_dep(self.constant(name)) != value:
                 return False
         for callee, effect in deps.get("exits", {}).items():
             if callee.startswith("import "):
@@ -1267,25 +1266,27 @@ class ProjectIndex:
             here = sum(1 for name in constants if name.rsplit(".", 1)[-1] == attribute)
             root = dotted.split(".", 1)[0]
             stored = own.get("stored_attributes", {})
-            found = stored.get(attribute, 0) == here and not stored.get("*") and not stored.get("*" + root)
-            for other in sorted(self._sharing_objects_with(module)):
-                path = self.path_of[other]
-                if not found:
-                    break
-                if other == module or path.endswith(".ipynb"):
-                    continue
-                text = self.text(path)
-                if text is None or not any(word in text for word in (attribute, "setattr", "vars(", "__dict__")):
-                    continue
-                table = self.table(other) or {}
-                stored = table.get("stored_attributes", {})
-                # `setattr(x, name, v)` counts where `x` is the object as this module imports it
-                aliases = [name for name, target in table.get("imports", {}).items()
-                           if self.absolute(other, target) in (module, f"{module}.{root}")]
-                found = not stored.get(attribute) and not stored.get("*") \
-                    and not any(stored.get("*" + alias) for alias in aliases)
+            found = stored.get(attribute, 0) == here and not stored.get("*") and not stored.get("*" + root) \
+                and not any(self._sets_attribute(other, module, root, attribute)
+                            for other in sorted(self._sharing_objects_with(module) - {module}))
             self._set_once[key] = found
         return found
+
+    def _sets_attribute(self, other: str, module: str, root: str, attribute: str) -> bool:
+        """Whether module `other` may set `attribute` of `module`'s object `root`: it sets
+        an attribute of that name, updates some object from `vars(...)`/`__dict__`, or
+        calls `setattr(x, name, v)` on `root` as it imports it."""
+        path = self.path_of[other]
+        if path.endswith(".ipynb"):
+            return False
+        text = self.text(path)
+        if text is None or not any(word in text for word in (attribute, "setattr", "vars(", "__dict__")):
+            return False
+        table = self.table(other) or {}
+        stored = table.get("stored_attributes", {})
+        aliases = [name for name, target in table.get("imports", {}).items()
+                   if self.absolute(other, target) in (module, f"{module}.{root}")]
+        return bool(stored.get(attribute) or stored.get("*") or any(stored.get("*" + alias) for alias in aliases))
 
     def _table_entry(self, name: str, field: str) -> tuple[Any, dict] | None:
         """(the entry a project module's table keeps for `name` under `field`, that
@@ -1559,6 +1560,11 @@ class ProjectIndex:
         return self.store.save()
 
 
+def _constant_dep(found: ExternalValue | None) -> list | None:
+    """How a summary's deps record another module's constant it read (JSON)."""
+    return [found.value] if found is not None else None
+
+
 def _constant_facts(table: dict | None, name: str, module: str, locate) -> tuple:
     """What of `module`'s table the constant `name` (dotted) depends on: its value where
     `module` defines it, and the sets of its attribute here (`x.precision = 16`,
@@ -1622,7 +1628,7 @@ class ModuleContext:
     def constant(self, name: str) -> ExternalValue | None:
         found = self.index.constant(name)
         if self._record:  # another module's value: the summary holds while it does
-            self.deps.setdefault("constants", {})[name] = [found.value] if found is not None else None
+            self.deps.setdefault("constants", {})[name] = _constant_dep(found)
         return found
 
     def version_flag(self, name: str) -> dict[str, bool] | None:
