@@ -89,6 +89,7 @@ class CallGraph:
             id(c): [b for b in (self._local_class(a.value) for a in c.bases if a.keyword is None) if b is not None]
             for c in self.classes
         }
+        self._subclasses_of: dict[int, list[cst.ClassDef]] | None = None
         self._sites: dict[int, list[cst.CSTNode]] = {}
         self._callees: dict[int, list[cst.FunctionDef]] = {}
         self._constructions: dict[int, list[cst.Call]] = {}
@@ -132,9 +133,8 @@ class CallGraph:
     def constructions(self, classdef: cst.ClassDef) -> list[cst.Call]:
         """`Cls(...)` calls of the class or of a subclass of it in the module."""
         found = list(self._constructions.get(id(classdef), []))
-        for other in self.classes:
-            if other is not classdef and classdef in self._ancestors(other):
-                found += self._constructions.get(id(other), [])
+        for other in self._subclasses().get(id(classdef), ()):
+            found += self._constructions.get(id(other), [])
         found.sort(key=self.index.position_in_order)
         return found
 
@@ -297,6 +297,17 @@ class CallGraph:
         if isinstance(expr, cst.Name) and expr.value not in self.facts.imports.aliases:
             return self._module_classes.get(expr.value)
         return None
+
+    def _subclasses(self) -> dict[int, list[cst.ClassDef]]:
+        """The module's classes that derive from each class (by id), in module order:
+        found once, not per class asked about (a module of a thousand classes)."""
+        if self._subclasses_of is None:
+            self._subclasses_of = {}
+            for other in self.classes:
+                for base in self._ancestors(other):
+                    if base is not other:
+                        self._subclasses_of.setdefault(id(base), []).append(other)
+        return self._subclasses_of
 
     def _ancestors(self, classdef: cst.ClassDef) -> list[cst.ClassDef]:
         found: list[cst.ClassDef] = []
