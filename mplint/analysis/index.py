@@ -13,6 +13,8 @@ from typing import Iterator, TypeVar
 
 import libcst as cst
 
+from mplint.analysis.node_types import STATEMENTS
+
 N = TypeVar("N", bound=cst.CSTNode)
 
 # Children that are only whitespace, punctuation or comments: never interesting to rules.
@@ -175,7 +177,7 @@ class ModuleIndex:
         """The statement line or compound statement that contains `node`."""
         current: cst.CSTNode | None = node
         while current is not None:
-            if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            if type(current) in STATEMENTS:
                 return current
             current = self.parent.get(id(current))
         return None

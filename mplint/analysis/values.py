@@ -40,6 +40,7 @@ import libcst as cst
 
 from mplint.analysis.index import ModuleIndex
 from mplint.analysis.names import dotted_name
+from mplint.analysis.node_types import SCOPE_DEFINITIONS, kinds
 
 if TYPE_CHECKING:
     from mplint.analysis.names import NameResolver
@@ -61,6 +62,7 @@ FLAG_NAMESPACE_NAMES = frozenset(
 )
 _PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+_COMPREHENSION_KINDS = kinds(*_COMPREHENSIONS)
 
 
 @dataclass(frozen=True)
@@ -708,9 +710,10 @@ class ValueResolver:
 
     def _bound_by_comprehension(self, node: cst.Name, name: str) -> bool:
         for ancestor in self.index.ancestors(node):
-            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            kind = type(ancestor)
+            if kind in SCOPE_DEFINITIONS:
                 return False
-            if isinstance(ancestor, _COMPREHENSIONS):
+            if kind in _COMPREHENSION_KINDS:
                 for_in: cst.CompFor | None = ancestor.for_in
                 while for_in is not None:
                     if name in target_names(for_in.target):

@@ -32,7 +32,11 @@ from typing import Any
 import libcst as cst
 
 from mplint.analysis.names import dotted_name
+from mplint.analysis.node_types import kinds
 from mplint.facts.test_modules import is_test_file
+
+# Where a function's name is a value passed on (an argument, an element, a returned value...).
+_VALUE_PARENTS = kinds(cst.Arg, cst.Element, cst.Assign, cst.Return, cst.DictElement, cst.IfExp)
 
 # ModuleFacts (mplint.facts.module) builds this fact and hands itself in: its type is
 # named, not imported, so that module.py -> this module is the only import between them.
@@ -209,7 +213,7 @@ class CallGraph:
             if id(name) in called_funcs:
                 continue
             parent = index.parent_of(name)
-            if not isinstance(parent, (cst.Arg, cst.Element, cst.Assign, cst.Return, cst.DictElement, cst.IfExp)):
+            if type(parent) not in _VALUE_PARENTS:
                 continue
             if isinstance(parent, cst.Assign) and name is not parent.value:
                 continue

@@ -26,6 +26,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, has_star_args, string_value
 from mplint.analysis.guards import branches_to_module
+from mplint.analysis.node_types import kinds
 from mplint.facts.flag_guards import (
     choice_guards,
     common_guards,
@@ -137,6 +138,7 @@ def _argparse_dest(call: cst.Call) -> str | None:
 
 
 CONTROL_STATEMENTS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler, cst.Finally, cst.Match)
+_CONTROL_KINDS = kinds(*CONTROL_STATEMENTS)
 
 
 def controls_between(facts: "ModuleFacts", node: cst.CSTNode, scope: cst.CSTNode) -> set[int]:
@@ -145,7 +147,7 @@ def controls_between(facts: "ModuleFacts", node: cst.CSTNode, scope: cst.CSTNode
     for ancestor in facts.index.ancestors(node):
         if ancestor is scope:
             break
-        if isinstance(ancestor, CONTROL_STATEMENTS):
+        if type(ancestor) in _CONTROL_KINDS:
             found.add(id(ancestor))
     return found
 

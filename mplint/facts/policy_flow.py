@@ -35,6 +35,7 @@ import libcst as cst
 
 from mplint.analysis.calls import arg_value, has_star_args
 from mplint.analysis.guards import name_tests
+from mplint.analysis.node_types import SUITES, kinds
 from mplint.analysis.values import call_position
 from mplint.facts.receivers import method_of_known_receiver
 from mplint.facts.entries import ENTRY, MODULE, UNKNOWN, FunctionFlow, ModuleFlow, deciding_guard, solve, substitute
@@ -59,6 +60,8 @@ Assumption = tuple[tuple[str, bool], ...]
 # Statements whose blocks run only sometimes (or several times).
 _CONDITIONAL_PARENTS = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler,
                         cst.Finally, cst.MatchCase)
+_CONDITIONAL_KINDS = kinds(*_CONDITIONAL_PARENTS)
+_BRANCHING_KINDS = kinds(cst.If, cst.Match)
 _GETTERS = ("global_policy", "dtype_policy")
 _POLICY_SCOPES = ("policy_scope",)
 
@@ -443,9 +446,10 @@ class PolicyFlow:
             for ancestor in self.index.ancestors(node):
                 if ancestor is scope:
                     break
-                if isinstance(ancestor, _CONDITIONAL_PARENTS) and isinstance(child, cst.BaseSuite):
+                kind = type(ancestor)
+                if kind in _CONDITIONAL_KINDS and type(child) in SUITES:
                     blocks.add(id(child))
-                if isinstance(ancestor, (cst.If, cst.Match)):
+                if kind in _BRANCHING_KINDS:
                     branches[id(ancestor)] = id(child)
                 child = ancestor
             found = self._paths_cache[key] = (frozenset(blocks), branches)
