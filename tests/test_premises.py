@@ -185,6 +185,15 @@ def test_keras2_only_evidence_checked_against_the_wheels(cli, tmp_path):
     write(root / "train.py", KERAS2_METHODS.replace("tf.keras.optimizers.SGD()", "tf.keras.optimizers.experimental.AdamW()"))
     result = cli(["--no-cache", "-v", "train.py"], cwd=root)
     assert "target keras2 (Keras-2-only code in the file: `optimizers.experimental`" in result.stderr
+    # Any `experimental` namespace of Keras is Keras 2's: Keras 3.15 and TF 2.21's tf.keras have none.
+    for spelling, namespace in (("tf.keras.callbacks.experimental.BackupAndRestore('ckpt')", "keras.callbacks.experimental"),
+                                ("tf.keras.experimental.CosineDecay(0.1, 100)", "keras.experimental")):
+        write(root / "train.py", KERAS2_METHODS + f"\nextra = {spelling}\n")
+        result = cli(["--no-cache", "-v", "train.py"], cwd=root)
+        assert f"target keras2 (Keras-2-only code in the file: `{namespace}` (Keras 3" in result.stderr
+        assert not [f for f in _json(cli, ["--extended", "train.py"], root) if f["code"] == "MP404"]
+    write(root / "train.py", KERAS2_METHODS + "\nextra = tf.data.experimental.AUTOTUNE\n")  # TensorFlow's own
+    assert "train.py: target keras3 (" in cli(["--no-cache", "-v", "train.py"], cwd=root).stderr
     pinned = tmp_path / "pinned"
     write(pinned / "pyproject.toml", "[project]\nname = 'app'\nversion = '0'\n")
     write(pinned / "train.py", KERAS2_METHODS)

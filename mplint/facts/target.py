@@ -197,6 +197,10 @@ _KERAS2_ERA_NAMES = (
     # TensorFlow Compression stopped at 2.14.1, which requires TensorFlow 2.14.
     ("tensorflow_compression", "TensorFlow Compression (its last release, 2.14.1, needs TF 2.14)"),
 )
+# Any `experimental` namespace of Keras (`tf.keras.callbacks.experimental`,
+# `tf.keras.experimental.CosineDecay`, ...): Keras 2 only, checked on Keras 3.15 and TF
+# 2.21's `tf.keras`, whose public modules have none.
+_KERAS_EXPERIMENTAL = re.compile(r"(?:^|\.)keras(?:\.\w+)*?\.experimental(?=\.|$)")
 _KERAS2_ERA_TEXT = re.compile(
     r"(?P<run_v2>\.experimental_run_v2\()|(?P<aggregate>\b_HAS_AGGREGATE_GRAD\b)"
     r"|(?P<lr>\b(?:SGD|Adam|AdamW|Adamax|Nadam|RMSprop|Adagrad|Adadelta|Ftrl)\((?:[^()\n]*,)?\s*lr\s*=)"
@@ -259,6 +263,11 @@ def keras2_era_evidence(text: str, used_names: set[str]) -> Target | None:
         for marker, what in _KERAS2_ERA_NAMES:
             if marker in name:
                 return _era_target(what)
+    for name in sorted(used_names):
+        namespace = _KERAS_EXPERIMENTAL.search(name)
+        if namespace is not None:
+            return _era_target(f"`{namespace.group(0).lstrip('.')}` (Keras 3, and TF 2.16+'s `tf.keras`, have no "
+                               "`experimental` namespace: AttributeError)")
     match = _KERAS2_ERA_TEXT.search(text)
     if match:
         return _era_target(_KERAS2_ERA_WORDS[match.lastgroup])  # type: ignore[index]

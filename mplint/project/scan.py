@@ -29,7 +29,8 @@ _KERAS2_ONLY = re.compile(r"\boptimizers\.legacy\b|^[ \t]*(?:import|from)[ \t]+t
 _KERAS2_ERA = re.compile(r"mixed_precision\.experimental\b|mixed_precision[ \t]+import[ \t]+experimental\b"
                          r"|\.experimental_run_v2\(|\.(?:fit|evaluate|predict)_generator\(|\btensorflow\.python\.keras\b"
                          r"|\boptimizers\.experimental\.|\blayers\.experimental\.preprocessing\b|\bwrappers\.scikit_learn\b"
-                         r"|\bOrderedEnqueuer\b|\bhorovod\.tensorflow\.keras\b|\bofficial\.vision\.beta\b")
+                         r"|\bOrderedEnqueuer\b|\bhorovod\.tensorflow\.keras\b|\bofficial\.vision\.beta\b"
+                         r"|\bkeras(?:\.\w+)*?\.experimental\b")  # any Keras `experimental` namespace (mplint.facts.target)
 _KERAS3_NAMES = ("ops", "config", "random", "tree", "DTypePolicy", "dtype_policies")
 _KERAS3_ONLY = re.compile(r"\bkeras\.(?:%s)\b" % "|".join(_KERAS3_NAMES))
 _BACKEND = re.compile(r"""KERAS_BACKEND['"]?\s*(?:\]\s*=|,)\s*['"](\w+)['"]""")
