@@ -183,6 +183,63 @@ def _in_dead_branch(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
     return any(constant_truth(facts, test) == negated for test, negated in branches_to_module(facts.index, node))
 
 
+# Policy names every setter accepts (TF 2.1-2.21, Keras 3.15): setting one never raises.
+_NAMES_THAT_NEVER_RAISE = frozenset({"mixed_float16", "mixed_bfloat16", "float16", "bfloat16", "float32", "float64"})
+
+
+def _in_unreachable_handler(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
+    """Whether `node` sits in an `except` handler of a `try` whose body cannot raise:
+    only global-policy settings of policy names written in the code (Keras checks a name,
+    then sets it: a known name never raises, whatever the hardware; TF 2.21 and Keras
+    3.15) and `print`s of written text. `try: set_global_policy("mixed_bfloat16")
+    except Exception: set_global_policy("mixed_float16")` never sets `mixed_float16`."""
+    index = facts.index
+    child = node
+    for ancestor in index.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            return False
+        if isinstance(ancestor, cst.Try) and child in ancestor.handlers:
+            return _cannot_raise(facts, ancestor.body)
+        child = ancestor
+    return False
+
+
+def _cannot_raise(facts: "ModuleFacts", body: cst.BaseSuite) -> bool:
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for line in statements:
+        if not isinstance(line, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+            return False
+        for statement in line.body:
+            call = statement.value if isinstance(statement, cst.Expr) else None
+            if not isinstance(call, cst.Call) or has_star_args(call):
+                return False
+            qualified = facts.names.qualified(call.func)
+            if is_global_setter(qualified):
+                name = string_value(arg_value(call, 0, "policy", "value", "name"))
+                if name is None or name not in _NAMES_THAT_NEVER_RAISE:
+                    return False
+            elif not (_is_builtin_print(facts, call.func) and all(_written_text(a.value) for a in call.args)):
+                return False
+    return True
+
+
+def _is_builtin_print(facts: "ModuleFacts", func: cst.BaseExpression) -> bool:
+    """`print` itself (no import or alias named `print` resolves it to something else)."""
+    return isinstance(func, cst.Name) and func.value == "print" and facts.names.qualified(func) in (None, "builtins.print")
+
+
+def _written_text(value: cst.BaseExpression) -> bool:
+    """A string written in the code, an f-string of plain names among them (formatting a
+    name's value calls its `__format__`, which for the values printed here does not raise)."""
+    if isinstance(value, cst.SimpleString | cst.ConcatenatedString):
+        return True
+    if isinstance(value, cst.FormattedString):
+        return all(isinstance(p, cst.FormattedStringText) or (
+            isinstance(p, cst.FormattedStringExpression) and isinstance(p.expression, cst.Name)
+            and p.format_spec is None and p.conversion is None) for p in value.parts)
+    return False
+
+
 class PolicyFacts:
     def __init__(self, facts: "ModuleFacts") -> None:
         self._facts = facts
@@ -195,6 +252,8 @@ class PolicyFacts:
             qualified = names.qualified(call.func)
             if (is_global_setter(qualified) or qualified in SET_FLOATX) and _in_dead_branch(facts, call):
                 continue  # `MIXED_PRECISION = False` ... `if MIXED_PRECISION: set_global_policy(...)`
+            if is_global_setter(qualified) and _in_unreachable_handler(facts, call):
+                continue  # the fallback of a setting that cannot fail
             if is_global_setter(qualified):
                 arg = arg_value(call, 0, "policy", "value", "name")
                 self.global_settings.append(
