@@ -187,7 +187,7 @@ def _in_dead_branch(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
 _NAMES_THAT_NEVER_RAISE = frozenset({"mixed_float16", "mixed_bfloat16", "float16", "bfloat16", "float32", "float64"})
 
 
-def _in_unreachable_handler(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
+def _in_unreachable_handler(facts: ModuleFacts, node: cst.CSTNode) -> bool:
     """Whether `node` sits in an `except` handler of a `try` whose body cannot raise:
     only global-policy settings of policy names written in the code (Keras checks a name,
     then sets it: a known name never raises, whatever the hardware; TF 2.21 and Keras
@@ -204,7 +204,7 @@ def _in_unreachable_handler(facts: "ModuleFacts", node: cst.CSTNode) -> bool:
     return False
 
 
-def _cannot_raise(facts: "ModuleFacts", body: cst.BaseSuite) -> bool:
+def _cannot_raise(facts: ModuleFacts, body: cst.BaseSuite) -> bool:
     statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
     for line in statements:
         if not isinstance(line, cst.SimpleStatementLine | cst.SimpleStatementSuite):
@@ -223,7 +223,7 @@ def _cannot_raise(facts: "ModuleFacts", body: cst.BaseSuite) -> bool:
     return True
 
 
-def _is_builtin_print(facts: "ModuleFacts", func: cst.BaseExpression) -> bool:
+def _is_builtin_print(facts: ModuleFacts, func: cst.BaseExpression) -> bool:
     """`print` itself (no import or alias named `print` resolves it to something else)."""
     return isinstance(func, cst.Name) and func.value == "print" and facts.names.qualified(func) in (None, "builtins.print")
 
