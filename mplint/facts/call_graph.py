@@ -27,6 +27,7 @@ Entry points that nothing in the module calls:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import libcst as cst
@@ -93,7 +94,6 @@ class CallGraph:
             id(c): [b for b in (self._local_class(a.value) for a in c.bases if a.keyword is None) if b is not None]
             for c in self.classes
         }
-        self._subclasses_of: dict[int, list[cst.ClassDef]] | None = None
         self._sites: dict[int, list[cst.CSTNode]] = {}
         self._callees: dict[int, list[cst.FunctionDef]] = {}
         self._constructions: dict[int, list[cst.Call]] = {}
@@ -137,7 +137,7 @@ class CallGraph:
     def constructions(self, classdef: cst.ClassDef) -> list[cst.Call]:
         """`Cls(...)` calls of the class or of a subclass of it in the module."""
         found = list(self._constructions.get(id(classdef), []))
-        for other in self._subclasses().get(id(classdef), ()):
+        for other in self._subclasses.get(id(classdef), ()):
             found += self._constructions.get(id(other), [])
         found.sort(key=self.index.position_in_order)
         return found
@@ -302,16 +302,15 @@ class CallGraph:
             return self._module_classes.get(expr.value)
         return None
 
+    @cached_property
     def _subclasses(self) -> dict[int, list[cst.ClassDef]]:
         """The module's classes that derive from each class (by id), in module order:
         found once, not per class asked about (a module of a thousand classes)."""
-        if self._subclasses_of is None:
-            self._subclasses_of = {}
-            for other in self.classes:
-                for base in self._ancestors(other):
-                    if base is not other:
-                        self._subclasses_of.setdefault(id(base), []).append(other)
-        return self._subclasses_of
+        found: dict[int, list[cst.ClassDef]] = {}
+        for other in self.classes:
+            for base in self._ancestors(other):  # never `other` itself
+                found.setdefault(id(base), []).append(other)
+        return found
 
     def _ancestors(self, classdef: cst.ClassDef) -> list[cst.ClassDef]:
         found: list[cst.ClassDef] = []

@@ -250,11 +250,12 @@ class PolicyFacts:
         names = facts.names
         for call in facts.index.nodes(cst.Call):
             qualified = names.qualified(call.func)
-            if (is_global_setter(qualified) or qualified in SET_FLOATX) and _in_dead_branch(facts, call):
+            setter = is_global_setter(qualified)
+            if (setter or qualified in SET_FLOATX) and _in_dead_branch(facts, call):
                 continue  # `MIXED_PRECISION = False` ... `if MIXED_PRECISION: set_global_policy(...)`
-            if is_global_setter(qualified) and _in_unreachable_handler(facts, call):
+            if setter and _in_unreachable_handler(facts, call):
                 continue  # the fallback of a setting that cannot fail
-            if is_global_setter(qualified):
+            if setter:
                 arg = arg_value(call, 0, "policy", "value", "name")
                 self.global_settings.append(
                     PolicySetting(call, arg, self.policy_names(arg) if arg is not None else None, "global")
