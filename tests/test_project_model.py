@@ -336,3 +336,56 @@ def test_a_configuration_attribute_is_a_constant_until_code_sets_it(tmp_path: Pa
     model = str(run / "modules" / "model.py")
     index = ProjectIndex.for_path(model, cache=False, fresh=True)
     assert ("mixed_float16" in index.context_for(model).mixed_policies()[0]) is mixed
+
+
+def _policy_premise(cli, root: Path, path: str) -> tuple[str, dict]:
+    result = cli(["--no-cache", "--extended", "--output-format", "json", path], cwd=root)
+    (finding,) = [f for f in json.loads(result.stdout) if f["code"] == "MP201"]
+    (premise,) = [p for p in finding["premises"] if p["fact"] == "policy"]
+    return finding["tier"], premise
+
+
+@pytest.mark.parametrize("edit, tier", [
+    (None, "extended"),  # config.toml, the only configuration, keeps it off
+    (("config.toml", "use_mixed_precision = false", "use_mixed_precision = true"), "default"),
+    (("config.toml", "use_mixed_precision = false", 'use_mixed_precision = "${AMP}"'), "default"),  # not read
+    (("src/train.py", 'if __name__ == "__main__":',  # the key is also a command-line flag
+      'import argparse\nargparse.ArgumentParser().add_argument("--use_mixed_precision")\nif __name__ == "__main__":'),
+     "default"),
+    (("src/train.py", 'config["training"].get("use_mixed_precision", False)', 'config["training"]["use_mixed_precision"]'),
+     "extended"),
+    (("src/train.py", 'config["training"].get("use_mixed_precision", False)', "config.training.use_mixed_precision"),
+     "extended"),
+])
+def test_a_policy_that_every_configuration_switches_off_is_latent(cli, tmp_path: Path, edit, tier: str) -> None:
+    """train.py sets mixed_float16 only where a configuration key is true, and the
+    project's only configuration says false: the trainer's unscaled loop is latent (the
+    policy premise is assumed, naming the file and line); a configuration that turns it on,
+    a value mplint cannot read, or a command-line flag of that name keeps it manifest."""
+    root = _copy(FIXTURES / "projects" / "policy_switched_off_by_its_configuration", tmp_path)
+    if edit is not None:
+        path, old, new = edit
+        text = (root / path).read_text()
+        assert old in text
+        (root / path).write_text(text.replace(old, new))
+    found_tier, premise = _policy_premise(cli, root, ".")
+    assert found_tier == tier
+    if tier == "extended":
+        assert premise["status"] == "assumed" and "config.toml:5" in premise["evidence"], premise
+    else:
+        assert premise["status"] != "assumed", premise
+
+
+def test_configuration_values_are_read_from_toml_yaml_json_and_ini_lines(tmp_path: Path) -> None:
+    from mplint.project.config_values import configuration_files, configured_values
+
+    (tmp_path / "a.toml").write_text("[train]\namp = false  # off\n# amp = true\n")
+    (tmp_path / "b.yaml").write_text("train:\n  - amp: no\n")
+    (tmp_path / "c.json").write_text('{\n  "train": {\n    "ampere": true,\n    "amp": false,\n  }\n}\n')
+    (tmp_path / "d.ini").write_text("[run]\namp = ${AMP}\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.x]\namp = true\n")  # a tool's settings, not the run's
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "e.yaml").write_text("amp: true\n")
+    found = configured_values(configuration_files(str(tmp_path)), "amp")
+    by_file = {os.path.basename(v.where.rsplit(":", 1)[0]): (v.where.rsplit(":", 1)[1], v.value) for v in found}
+    assert by_file == {"a.toml": ("2", False), "b.yaml": ("2", False), "c.json": ("4", False), "d.ini": ("2", None)}

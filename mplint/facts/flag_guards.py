@@ -22,6 +22,7 @@ from typing import Any
 
 import libcst as cst
 
+from mplint.analysis.calls import string_value
 from mplint.analysis.guards import branches_to_module, guard_of
 from mplint.analysis.values import FLAG_NAMESPACE_NAMES
 from mplint.facts.entries import FRAMEWORK_METHODS
@@ -34,17 +35,53 @@ Guards = dict[str, bool]
 
 
 def _flag_read(facts: ModuleFacts, test: cst.BaseExpression) -> str | None:
-    """The flag a test reads as it is (`args.fp16`, `self.args.fp16`, `FLAGS.amp`), or a
-    name the module binds once at its top level (`mp = params.train.mixed_precision`),
-    keyed by the module: another module's `mp` is another variable."""
+    """The flag a test reads as it is (`args.fp16`, `self.args.fp16`, `FLAGS.amp`), a key
+    of a settings object or of one of its sections (`config["training"].get("amp")`,
+    `cfg["amp"]`, `cfg.train.amp`), or a name the module binds once at its top level
+    (`mp = params.train.mixed_precision`), keyed by the module: another module's `mp` is
+    another variable. A key is named as the settings spell it, whichever section holds it:
+    the configuration files say its value (`mplint.project.config_values`)."""
     if isinstance(test, cst.Name):
         return f"{facts.path}::{test.value}" if _bound_once_at_top(facts, test) else None
+    if isinstance(test, cst.Call):  # `config.get("use_amp", False)`
+        func = test.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "get" and test.args
+                and test.args[0].keyword is None and not test.args[0].star):
+            return None
+        key = string_value(test.args[0].value)
+        return key if key and _settings_holder(facts, func.value) else None
+    if isinstance(test, cst.Subscript):  # `cfg["use_amp"]`
+        key = _key_of(test)
+        return key if key and _settings_holder(facts, test.value) else None
     if not isinstance(test, cst.Attribute):
         return None
-    holder = test.value
+    return test.attr.value if _settings_holder(facts, test.value) else None
+
+
+def _key_of(subscript: cst.Subscript) -> str | None:
+    """The string key of `x["key"]`, or None."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    return string_value(subscript.slice[0].slice.value)
+
+
+_MAX_SECTION_DEPTH = 3
+
+
+def _settings_holder(facts: ModuleFacts, holder: cst.BaseExpression, depth: int = 0) -> bool:
+    """Whether `holder` holds a run's settings: parsed flags, a settings object made once
+    per run (`self.args` too), or a section of one (`config["training"]`, `cfg.train`)."""
     if isinstance(holder, cst.Attribute) and isinstance(holder.value, cst.Name) and holder.value.value == "self":
-        return test.attr.value if holder.attr.value in FLAG_NAMESPACE_NAMES else None
-    return test.attr.value if facts.values.is_flag_namespace(holder) or _settings_object(facts, holder) else None
+        return holder.attr.value in FLAG_NAMESPACE_NAMES
+    if facts.values.is_flag_namespace(holder) or _settings_object(facts, holder):
+        return True
+    if depth >= _MAX_SECTION_DEPTH:
+        return False
+    if isinstance(holder, cst.Subscript):
+        return _key_of(holder) is not None and _settings_holder(facts, holder.value, depth + 1)
+    if isinstance(holder, cst.Attribute):
+        return _settings_holder(facts, holder.value, depth + 1)
+    return False
 
 
 def _settings_object(facts: ModuleFacts, holder: cst.BaseExpression) -> bool:

@@ -30,6 +30,7 @@ import os
 from typing import TYPE_CHECKING
 
 from mplint.core.diagnostics import BACKEND, POLICY, TARGET, TENSORFLOW_BUILD, Premise, Status
+from mplint.facts.project_context import off_in_every_configuration
 from mplint.facts.target import nearest_ngc_image
 
 if TYPE_CHECKING:
@@ -59,6 +60,29 @@ class _LocalPolicy:
         self.where = f"`{_short(facts, local[0].call)}` in this file" if local else None
 
 
+class _SwitchedOffByConfiguration:
+    """Whether every mixed setting that reaches this module runs only where a key of the
+    project's configuration files is true, and every configuration that names it sets it
+    false: `if config["training"].get("use_mixed_precision"):` with `use_mixed_precision =
+    false` in `config.toml`. The policy is then a user's option, not what the project
+    runs (computed once per module). A key that is also a command-line flag (`--amp`) is
+    left as a flag: the command line turns it on."""
+
+    def __init__(self, facts: "ModuleFacts") -> None:
+        self.reason: str | None = None
+        project = facts.project
+        if project is None:
+            return
+        for flag, required in sorted(facts.policy.mixed_flag_guards.items()):
+            if required is not True or "::" in flag:
+                continue
+            where = off_in_every_configuration(project.configured_values(flag))
+            if where is not None and not project.names_command_line_flag(flag):
+                self.reason = (f"set only where the configuration key `{flag}` is true, and the project's "
+                               f"configuration sets it false ({where})")
+                return
+
+
 def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
     """The mixed policy the code at `node` runs under, and how that is known."""
     policy = facts.policy
@@ -66,9 +90,14 @@ def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
         return Premise(POLICY, facts.assumed_policy, Status.PROVED, "assume-policy in the configuration")
     at_node = sorted(n for n in policy.global_at(node) if n.startswith("mixed_"))
     local = facts.analysis(_LocalPolicy)
+    project_policies, setters = policy.from_project
+    if local.where is not None or project_policies:
+        switched_off = facts.analysis(_SwitchedOffByConfiguration).reason
+        if switched_off is not None:
+            return Premise(POLICY, "/".join(at_node or local.names or sorted(project_policies)), Status.ASSUMED,
+                           switched_off)
     if local.where is not None:
         return Premise(POLICY, "/".join(at_node or local.names), Status.PROVED, local.where)
-    project_policies, setters = policy.from_project
     if project_policies:
         where = ", ".join(setters[:2]) + (" ..." if len(setters) > 2 else "") if setters else "another module"
         names = at_node or sorted(project_policies)

@@ -29,6 +29,22 @@ class ExternalValue:
 
 
 @dataclass(frozen=True)
+class ConfigValue:
+    """The value one of the project's configuration files gives a key."""
+
+    where: str  # "config.toml:21", relative to the working directory
+    value: bool | None  # its truth; None: not a literal mplint reads (`${oc.env:AMP}`, a list)
+
+
+def off_in_every_configuration(values: "list[ConfigValue]") -> str | None:
+    """Where the configurations set a key, if each sets it false (`config.toml:21`); None
+    where one sets it true or to a value mplint cannot read, or none names it."""
+    if not values or any(v.value is not False for v in values):
+        return None
+    return ", ".join(v.where for v in values[:2]) + (" ..." if len(values) > 2 else "")
+
+
+@dataclass(frozen=True)
 class ExternalOptimizer:
     """An optimizer passed in from another module: what it was built as there."""
 
@@ -81,6 +97,13 @@ class ProjectContext(Protocol):
 
     def flag_default(self, name: str) -> ExternalValue | None:
         """The default of an absl flag defined in another module of the project."""
+
+    def configured_values(self, key: str) -> list[ConfigValue]:
+        """The values the project's configuration files (TOML, YAML, JSON, INI) give
+        `key`, each with its file and line."""
+
+    def names_command_line_flag(self, name: str) -> bool:
+        """Whether some module of the project defines a command-line flag `name`."""
 
     def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
         """For a function of another project module whose every return casts to

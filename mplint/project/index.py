@@ -32,7 +32,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mplint.facts.entries import ENTRY, External, deciding_guard, module_entry, solve, substitute
-from mplint.facts.project_context import ExternalOptimizer, ExternalValue
+from mplint.facts.project_context import ConfigValue, ExternalOptimizer, ExternalValue
 from mplint.project.layout import module_name, project_files, project_root, relative_to
 from mplint.project.scan import FileScan, calls_a_trainer, code_only, scan_text
 from mplint.project.store import Store
@@ -85,6 +85,8 @@ class ProjectIndex:
         self._configured: set[str] | None = None  # see `configured_modules`
         self._set_once: dict[tuple[str, str], bool] = {}  # see `_attribute_set_once`
         self._configured_from: tuple[str, ...] = ()  # the `_target_` names it was built from
+        self._configuration_files: list[str] | None = None  # see `configured_values`
+        self._configured_values: dict[str, list] = {}
         self._resolved: dict[tuple[str, str], str | None] = {}
         self._definitions: dict[str, tuple[str, str, str] | None] = {}
         self._script_imports: dict[tuple[str, str], str] = {}  # see `_from_script_folder`
@@ -144,6 +146,8 @@ class ProjectIndex:
         index)."""
         self._key_stats.clear()
         self._key_parts.clear()
+        self._configuration_files = None  # read again for each command: a user edits them between runs
+        self._configured_values.clear()
         if project_files(self.root).paths != self.paths or self._overlay:
             return None
         if self._configured is not None:
@@ -1350,6 +1354,30 @@ class ProjectIndex:
         method = entry["consumes"].get(param) if param is not None else None
         return (self._relpath(self.path_of[module]), method) if method is not None else None
 
+    def configured_values(self, key: str) -> list[ConfigValue]:
+        """The values the project's configuration files give `key`
+        (`mplint.project.config_values`)."""
+        from mplint.project.config_values import configuration_files, configured_values
+
+        if key not in self._configured_values:
+            if self._configuration_files is None:
+                self._configuration_files = configuration_files(self.root)
+            self._configured_values[key] = configured_values(self._configuration_files, key)
+        return self._configured_values[key]
+
+    def names_command_line_flag(self, name: str) -> bool:
+        """Whether a module of the project defines a command-line flag `name` (absl's
+        `DEFINE_*`, or `--name` in its code: argparse, click, a launcher script's
+        arguments)."""
+        spellings = {f"--{name}", f"--{name.replace('_', '-')}"}
+        for path in self.paths:
+            if name in self.scan(path).flags:
+                return True
+            text = self.text(path) or ""
+            if any(s in text for s in spellings):
+                return True
+        return False
+
     def flag_default(self, name: str) -> ExternalValue | None:
         """An absl flag's default, when exactly one non-test module of the project
         defines it."""
@@ -1642,6 +1670,12 @@ class ModuleContext:
 
     def flag_default(self, name: str) -> ExternalValue | None:
         return self.index.flag_default(name)
+
+    def configured_values(self, key: str) -> list[ConfigValue]:
+        return self.index.configured_values(key)
+
+    def names_command_line_flag(self, name: str) -> bool:
+        return self.index.names_command_line_flag(name)
 
     def float32_returns(self, name: str) -> tuple[list[str], list[str], bool] | None:
         return self.index.float32_returns(name)
