@@ -68,7 +68,7 @@ class _SwitchedOffByConfiguration:
     runs (computed once per module). A key that is also a command-line flag (`--amp`) is
     left as a flag: the command line turns it on."""
 
-    def __init__(self, facts: "ModuleFacts") -> None:
+    def __init__(self, facts: ModuleFacts) -> None:
         self.reason: str | None = None
         project = facts.project
         if project is None:

@@ -36,7 +36,7 @@ class ConfigValue:
     value: bool | None  # its truth; None: not a literal mplint reads (`${oc.env:AMP}`, a list)
 
 
-def off_in_every_configuration(values: "list[ConfigValue]") -> str | None:
+def off_in_every_configuration(values: list[ConfigValue]) -> str | None:
     """Where the configurations set a key, if each sets it false (`config.toml:21`); None
     where one sets it true or to a value mplint cannot read, or none names it."""
     if not values or any(v.value is not False for v in values):

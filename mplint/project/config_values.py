@@ -45,8 +45,8 @@ def configured_values(files: list[str], key: str) -> list[ConfigValue]:
     """Every value the files give `key` (as a TOML/INI key, a YAML key or a JSON member)."""
     if not re.fullmatch(r"[A-Za-z_][\w-]*", key):
         return []
-    pattern = re.compile(r"""^[ \t\-{,]*["']?%s["']?[ \t]*[:=][ \t]*(?P<value>[^#\r\n]*)""" % re.escape(key),
-                         re.MULTILINE)
+    spelled = re.escape(key)
+    pattern = re.compile(rf"""^[ \t\-{{,]*["']?{spelled}["']?[ \t]*[:=][ \t]*(?P<value>[^#\r\n]*)""", re.MULTILINE)
     encoded = key.encode()
     found = []
     for path in files:
