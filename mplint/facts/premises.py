@@ -134,7 +134,8 @@ def policy_premise(facts: "ModuleFacts", node: cst.CSTNode) -> Premise:
 
 _TARGET_STATUS = {
     "config": Status.PROVED, "file": Status.PROVED, "object": Status.PROVED,
-    "project": Status.INFERRED, "pins": Status.INFERRED, "container": Status.INFERRED, "era": Status.INFERRED,
+    "project": Status.INFERRED, "pins": Status.INFERRED, "job": Status.INFERRED, "container": Status.INFERRED,
+    "era": Status.INFERRED,
     "project-era": Status.INFERRED,
     "environment": Status.ASSUMED, "default": Status.ASSUMED,
 }
@@ -169,7 +170,7 @@ def stock_tensorflow_premise(facts: "ModuleFacts") -> Premise:
     ngc = nearest_ngc_image(os.path.dirname(os.path.abspath(facts.path)))
     if ngc is not None:
         return Premise(TENSORFLOW_BUILD, "stock", Status.CONFLICTING, f"the project also runs in NGC: {ngc}")
-    if target.source == "pins":
+    if target.source in ("pins", "job"):
         return Premise(TENSORFLOW_BUILD, "stock", Status.INFERRED, target.reason)
     return Premise(TENSORFLOW_BUILD, "stock", Status.ASSUMED,
                    "nothing in the project says whether stock TensorFlow or an NGC container runs this code")

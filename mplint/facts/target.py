@@ -53,6 +53,7 @@ from typing import Iterator
 
 from mplint.facts.file_history import checkout_top, last_change
 from mplint.facts.file_history import forget as forget_history
+from mplint.facts.job_scripts import JOB_SCRIPT_SUFFIXES, forget_job_scripts, job_tensorflow
 from mplint.inputs import run_record
 
 KERAS2 = "keras2"
@@ -115,7 +116,7 @@ class Target:
     # mixed-precision API (a TF 2.2 image, `tensorflow==2.3.*`).
     before_stable_api: bool = False
     # Which kind of evidence decided it (mplint.facts.premises rates each): "config",
-    # "file", "project", "pins", "container", "era", "environment" or "default".
+    # "file", "project", "pins", "job", "container", "era", "environment" or "default".
     source: str = ""
     # Evidence in the file for the other Keras ("it calls the Keras-3-only `scale_loss`").
     conflict: str | None = None
@@ -307,7 +308,7 @@ def decide_target(
 # Evidence that says which Keras a file targets but not which TensorFlow: the repository's
 # last commit dates it (`mplint.facts.file_history`). Not the configuration (the user said what
 # runs), nor the environment or the default (no evidence of Keras 2 to date).
-_DATED_SOURCES = frozenset({"file", "project", "pins", "container", "era", "project-era"})
+_DATED_SOURCES = frozenset({"file", "project", "pins", "job", "container", "era", "project-era"})
 
 
 def dated_target(target: Target, path: str) -> Target:
@@ -447,14 +448,15 @@ def _decide_target(
         if name is not None:
             return Target(KERAS3, f"the file imports keras and uses Keras-3-only {name}"), "file"
     folder = os.path.dirname(os.path.abspath(path))
-    pinned = project_tensorflow(folder)
+    job = job_target(folder, path)
+    pinned = job or project_tensorflow(folder)
     if project is not None:
         if pinned is not None and pinned.keras == project.keras and pinned.names_tensorflow:
             # the project's code says which Keras; its pins or image, which TensorFlow
             return _with_tensorflow_of(project, pinned), "project"
         return project, "project"
     if pinned is not None:
-        return pinned, "pins"
+        return pinned, "job" if job is not None else "pins"
     era = keras2_era_evidence(text, used_names | set(imported_modules))
     if era is not None:
         return era, "era"
@@ -531,6 +533,15 @@ def project_tensorflow(folder: str) -> Target | None:
     if container is not None and not pins.names_tensorflow and container.names_tensorflow and container.keras == pins.keras:
         return _with_tensorflow_of(pins, container)
     return pins
+
+
+def job_target(folder: str, path: str) -> Target | None:
+    """The TensorFlow of the cluster jobs that run the file at `path`: each job script of
+    its project that runs it loads a TensorFlow module (`mplint.facts.job_scripts`). It
+    decides the file's TensorFlow before the project's pins: the job runs it there."""
+    root = project_root(folder)
+    found = job_tensorflow(root, path) if root is not None else None
+    return _target_of_versions(*found) if found is not None else None
 
 
 def _with_tensorflow_of(target: Target, other: Target) -> Target:
@@ -1577,9 +1588,12 @@ def installed_target() -> Target | None:
 
 
 def is_project_file(path: str) -> bool:
-    """Whether editing `path` can change a project's pins (or where its root is)."""
+    """Whether editing `path` can change a project's pins (or where its root is), or the
+    TensorFlow of the jobs that run its files (a job script)."""
     name = os.path.basename(path)
     if name in _PROJECT_MARKERS or is_requirements_file(name) or name in ("poetry.lock", "uv.lock", "Pipfile.lock"):
+        return True
+    if name.endswith(JOB_SCRIPT_SUFFIXES):
         return True
     return name.endswith(".txt") and os.path.basename(os.path.dirname(path)) == "requirements"
 
@@ -1600,6 +1614,7 @@ def forget_project_files() -> None:
     launcher_target.cache_clear()
     notebooks_declared_target.cache_clear()
     recorded_tensorflow.cache_clear()
+    forget_job_scripts()
     forget_history()
 
 
