@@ -163,8 +163,16 @@ class OutputFix:
         quote = quote_like(quoted, "float32")
         if activation is None:
             activation = quote_like(quoted, "linear").value
-        new_layer = f"{activation_class}({activation}, dtype={quote.value})"
         new_ctor = ctor if arg is None else without_arg(ctor, arg)
+        carried = ""
+        regularizer = get_arg(ctor, None, "activity_regularizer") if arg is not None else None
+        if regularizer is not None:
+            if regularizer.keyword is None:
+                return None  # a positional one: removing it would shift the arguments after it
+            # it regularises the layer's output, the activation's: it moves with the activation
+            carried = f", activity_regularizer={self._code(regularizer.value)}"
+            new_ctor = without_arg(new_ctor, get_arg(new_ctor, None, "activity_regularizer"))
+        new_layer = f"{activation_class}({activation}, dtype={quote.value}{carried})"
         if self.output.slot is not None:
             placed = self._sequential(new_layer, new_ctor)
         elif layer.via == "attribute":
