@@ -37,3 +37,9 @@ def test_the_jobs_that_run_a_file_say_its_tensorflow(tmp_path: Path, scripts, ve
     assert (found[0] if found else None) == versions
     if found:
         assert "runs it on TensorFlow" in found[1]
+
+
+def test_a_run_by_a_relative_path_and_by_one_ending_in_it(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"jobs/a.sh": "module load TensorFlow/2.5.0\ncd $WORK && python ./pipelines/train.py\n",
+                               "jobs/b.sbatch": "module load TensorFlow/2.5.0\nsrun python -u /home/me/sr/pipelines/train.py\n"})
+    assert job_tensorflow(root, str(tmp_path / "pipelines" / "train.py"))[0] == [(2, 5), (2, 5)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 JOB_SCRIPT_SUFFIXES = (".sh", ".slurm", ".sbatch", ".pbs", ".job", ".qsub", ".lsf")
@@ -29,15 +30,25 @@ _FOLDERS = frozenset({"jobs", "job", "job_scripts", "slurm", "sbatch", "submit",
 _MAX_SCRIPTS = 500
 _MAX_BYTES = 200_000
 # `module load TensorFlow/2.6.0-foss-2021a-CUDA-11.3.1`, `ml tensorflow/2.15`, `module add ...`
-_MODULE_LOAD = re.compile(r"^\s*(?:module\s+(?:load|add)|ml)\b[^\n]*?\btensorflow/(\d+)\.(\d+)", re.I)
+_MODULE_LOAD = re.compile(r"^\s*(?:module\s+(?:load|add)|ml)\b[^\n]*?\btensorflow/(\d+)\.(\d+)", re.IGNORECASE)
 _PYTHON_RUN = re.compile(r"\bpython[\d.]*\b")
+# A file a Python command line runs: a path ending in `.py`, after a space, `=` or a quote.
+_RUN_FILE = re.compile(r"""(?:(?<=[\s="'])|^)\.?/?([\w./$-]*?[\w-]+\.py)(?=$|[\s"';|&)])""")
+
+
+@dataclass(frozen=True)
+class _Jobs:
+    """A project's job scripts, read once: the Python files each runs and the TensorFlow
+    modules each loads."""
+
+    scripts: tuple[tuple[str, tuple[tuple[int, int], ...]], ...]  # (script, TensorFlow versions it loads)
+    runs: dict[str, list[tuple[str, int]]]  # a run file's name -> (the path as written, index in `scripts`)
 
 
 @lru_cache(maxsize=64)
-def _job_scripts(root: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(script, its command lines) of each job script of a project, comments and
-    continuation lines joined."""
-    found = []
+def _jobs(root: str) -> _Jobs:
+    scripts: list[tuple[str, tuple[tuple[int, int], ...]]] = []
+    runs: dict[str, list[tuple[str, int]]] = {}
     for path in _script_paths(root):
         try:
             with open(path, "rb") as handle:
@@ -46,10 +57,18 @@ def _job_scripts(root: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
             continue
         if b"python" not in data:
             continue
-        text = re.sub(r"\\\r?\n", " ", data.decode("utf-8", "replace"))
-        lines = tuple(line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
-        found.append((os.path.relpath(path, root).replace(os.sep, "/"), lines))
-    return tuple(found)
+        text = re.sub(r"\\\r?\n", " ", data.decode("utf-8", "replace"))  # continuation lines joined
+        lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        loaded = tuple((int(m.group(1)), int(m.group(2))) for m in map(_MODULE_LOAD.match, lines) if m is not None)
+        index = len(scripts)
+        scripts.append((os.path.relpath(path, root).replace(os.sep, "/"), loaded))
+        for line in lines:
+            match = _PYTHON_RUN.search(line)
+            if match is None:
+                continue
+            for written in _RUN_FILE.findall(line, match.end()):
+                runs.setdefault(written.rsplit("/", 1)[-1], []).append((written, index))
+    return _Jobs(tuple(scripts), runs)
 
 
 def _script_paths(root: str) -> list[str]:
@@ -71,36 +90,29 @@ def _script_paths(root: str) -> list[str]:
     return paths
 
 
-def _runs(line: str, relative: str) -> bool:
-    """Whether a command line runs the file at `relative` (from the project root) with
-    Python: its path, or a path ending in it (`$ROOT/pipelines/train.py`)."""
-    match = _PYTHON_RUN.search(line)
-    if match is None:
-        return False
-    rest = line[match.end():]
-    return re.search(r"(?:^|[\s/=\"'])" + re.escape(relative) + r"(?=$|[\s\"';|&)])", rest) is not None
-
-
 def job_tensorflow(root: str, path: str) -> tuple[list[tuple[int, int]], str] | None:
     """(the TensorFlow versions the jobs that run `path` load, a reason naming the first
-    job), where every job script that runs it loads a TensorFlow module; None otherwise."""
+    job), where every job script that runs it loads a TensorFlow module; None otherwise.
+    A job runs the file where a Python command line names its path from the project root,
+    or a path ending in it (`$ROOT/pipelines/train.py`)."""
     relative = os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
     if relative.startswith("../"):
         return None
+    jobs = _jobs(root)
+    running = sorted({index for written, index in jobs.runs.get(os.path.basename(relative), ())
+                      if written == relative or written.endswith("/" + relative)})
+    if not running:
+        return None
     versions: list[tuple[int, int]] = []
-    reason = ""
-    for script, lines in _job_scripts(root):
-        if not any(_runs(line, relative) for line in lines):
-            continue
-        loaded = [(int(m.group(1)), int(m.group(2))) for m in map(_MODULE_LOAD.match, lines) if m is not None]
+    for index in running:
+        script, loaded = jobs.scripts[index]
         if not loaded:
             return None  # this job's TensorFlow comes from elsewhere
         versions += loaded
-        if not reason:
-            major, minor = loaded[0]
-            reason = f"{script} runs it on TensorFlow {major}.{minor} (`module load TensorFlow/{major}.{minor}`)"
-    return (versions, reason) if versions else None
+    script, loaded = jobs.scripts[running[0]]
+    major, minor = loaded[0]
+    return versions, f"{script} runs it on TensorFlow {major}.{minor} (`module load TensorFlow/{major}.{minor}`)"
 
 
 def forget_job_scripts() -> None:
-    _job_scripts.cache_clear()
+    _jobs.cache_clear()
