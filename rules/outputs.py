@@ -419,7 +419,9 @@ class Float16ModelOutput(Rule):
     following `Activation(act, dtype="float32")` (a list element or `.add()` call in a
     Sequential model; a statement or a wrapping call in a Functional model; an
     attribute created next to the layer in a subclassed model's `__init__`), so the
-    matmul stays in float16. Where the last layer is the model's only layer (an `Input`
+    matmul stays in float16; an `activity_regularizer=` of the layer moves with the
+    activation (it regularises the layer's output, the activation's), and a positional
+    one prevents the split. Where the last layer is the model's only layer (an `Input`
     aside), `dtype="float32"` on it would leave nothing in float16, so a float32
     `Activation("linear")` is added after it instead (unsafe `dtype="float32"` where it
     cannot be placed). Otherwise it adds `dtype="float32"` to the last layer
