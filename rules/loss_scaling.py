@@ -8,6 +8,7 @@ from mplint.analysis.calls import arg_value, callee_name
 from mplint.analysis.guards import exclusive
 from mplint.fixes.removal import remove_statement
 from mplint.core.diagnostics import FixAvailability, Severity
+from mplint.facts.float32_networks import trains_only_float32_layers
 from mplint.facts.gradient_uses import gradient_uses
 from mplint.facts.training import (
     LSO_ATTRIBUTES,
@@ -237,7 +238,8 @@ class UnscaledCustomLoop(Rule):
             if step.kind == "tf.gradients" or step.apply is None or step.optimizer is None:
                 continue
             info = step.optimizer
-            if not facts.policy.loss_scaled_at(step.call) or models_built_before_the_policy(facts, step):
+            if not facts.policy.loss_scaled_at(step.call) or models_built_before_the_policy(facts, step) \
+                    or trains_only_float32_layers(facts, step):
                 continue  # runs before mixed_float16 is set, or after it is reset
             if info.kind == "v1" or loop_generation(facts, info, step.call) is not None or info.origin == "compiled":
                 continue
@@ -386,7 +388,8 @@ class GradientOfUnscaledLoss(Rule):
         for step in loops.steps:
             if step.kind != "tape" or step.apply is None or step.scaling is not None or step.receiver is None:
                 continue
-            if not facts.policy.loss_scaled_at(step.call) or models_built_before_the_policy(facts, step):
+            if not facts.policy.loss_scaled_at(step.call) or models_built_before_the_policy(facts, step) \
+                    or trains_only_float32_layers(facts, step):
                 continue
             generation = loop_generation(facts, step.optimizer, step.call)
             if generation not in ("current", "experimental", "compile"):

@@ -40,14 +40,21 @@ def method_of_known_receiver(facts: ModuleFacts, func: cst.BaseExpression) -> st
         constructor = facts.names.raw(receiver.func)
     elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
             and receiver.value.value == "self":
-        constructor = _constructed_attribute(facts, receiver)
+        constructor = constructed_attribute(facts, receiver)
     else:
         return None
     return f"{constructor}.{func.attr.value}" if constructor is not None else None
 
 
-def _constructed_attribute(facts: ModuleFacts, attribute: cst.Attribute) -> str | None:
+def constructed_attribute(facts: ModuleFacts, attribute: cst.Attribute) -> str | None:
     """The imported class that `__init__` binds `self.<name>` to, where it is bound once."""
+    construction = construction_of_attribute(facts, attribute)
+    return facts.names.raw(construction.func) if construction is not None else None
+
+
+def construction_of_attribute(facts: ModuleFacts, attribute: cst.Attribute) -> cst.Call | None:
+    """The call that the class's `__init__` binds `self.<name>` to, where it binds it once
+    and nothing else in the class does."""
     index = facts.index
     classdef = index.enclosing(attribute, cst.ClassDef)
     if classdef is None:
@@ -60,5 +67,4 @@ def _constructed_attribute(facts: ModuleFacts, attribute: cst.Attribute) -> str 
         return None
     if index.init_of(stores[0], classdef) is None:
         return None
-    return facts.names.raw(stores[0].value.func)
-
+    return stores[0].value
