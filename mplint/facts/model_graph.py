@@ -49,6 +49,11 @@ MODEL_CLASSES = frozenset(
         "keras.src.engine.training.Model",
     }
 )
+# Keras 2's premade models that combine the models they are given: `WideDeepModel(linear_model,
+# dnn_model)` adds the two towers' outputs and applies its own activation (TF 2.1-2.15, tf-keras).
+COMBINING_MODELS = frozenset({"keras.experimental.WideDeepModel", "keras.premade.WideDeepModel",
+                              "keras.premade_models.wide_deep.WideDeepModel",
+                              "keras.src.premade_models.wide_deep.WideDeepModel"})
 SEQUENTIAL_CLASSES = frozenset(
     {
         "keras.Sequential",
@@ -1040,7 +1045,8 @@ class ModelGraph:
             if isinstance(ancestor, cst.Call):
                 func = ancestor.func
                 qualified = self.facts.qualified(func)
-                if qualified in SEQUENTIAL_CLASSES or is_keras_layer_name(qualified) or qualified in MODEL_CLASSES:
+                if qualified in SEQUENTIAL_CLASSES or is_keras_layer_name(qualified) or qualified in MODEL_CLASSES \
+                        or qualified in COMBINING_MODELS:
                     return True
                 if isinstance(func, cst.Attribute) and func.attr.value == "add":
                     return True
