@@ -393,7 +393,10 @@ class Float16ModelOutput(Rule):
     `train_step`, or where the output is a softmax or sigmoid; inferred where another
     module of the project does so with what this module's function or class returns;
     assumed otherwise (a block whose output feeds other layers of a trainer, a model
-    only summarized): those findings are in the extended tier, without a safe fix.
+    only summarized): those findings are in the extended tier, without a safe fix. A
+    model used as a part of another one is not reported: listed in a `Sequential`, handed
+    to a layer or model constructor (the towers of Keras 2's `WideDeepModel(linear_model,
+    dnn_model)`, which adds their outputs), or applied to another model's tensors.
 
     ## Example
     ```python
