@@ -53,7 +53,11 @@ from typing import Iterator
 
 from mplint.facts.file_history import checkout_top, last_change
 from mplint.facts.file_history import forget as forget_history
-from mplint.facts.job_scripts import JOB_SCRIPT_SUFFIXES, forget_job_scripts, job_tensorflow
+from mplint.facts.job_scripts import (
+    JOB_SCRIPT_SUFFIXES,
+    forget_job_scripts,
+    job_tensorflow,
+)
 from mplint.inputs import run_record
 
 KERAS2 = "keras2"
