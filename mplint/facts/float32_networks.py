@@ -15,8 +15,8 @@ attribute that the class's `__init__` binds once to a construction of a class of
 module, and that class's `__init__` makes nothing but Keras layers pinned to float32 or
 float64 (or layers without float variables), `Sequential` containers of them, regularisers,
 initialisers and constraints, and builtins. Anything else it calls or keeps (another
-model, a parameter, `add_weight`, a `build` method, a base class of the project) leaves the
-network unknown.
+model, a parameter, `add_weight`, a `build` method, layers or variables made in another
+method, a base class of the project) leaves the network unknown.
 """
 
 from __future__ import annotations
@@ -78,8 +78,13 @@ def _every_layer_float32(facts: ModuleFacts, classdef: cst.ClassDef) -> bool:
     params = {p.name.value for p in init.params.params if p.name.value != "self"}
     layers = 0
     for node in index.descendants(classdef):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_weight":
+        if not isinstance(node, cst.Call) or index.contains(init, node):
+            continue
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_weight":
             return False
+        qualified = facts.names.qualified(node.func) or ""
+        if qualified in ("tensorflow.Variable", "keras.Variable") or _is_layer(qualified):
+            return False  # variables or layers made outside `__init__` (in `call`): their dtype is not checked
     for node in index.descendants(init):
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in params:
             return False  # keeps what its caller gives (a layer, a model)
@@ -105,9 +110,13 @@ def _call_kind(facts: ModuleFacts, call: cst.Call) -> str | None:
         return "other"
     if qualified.startswith(_HELPER_MODULES) or qualified in _CONTAINERS:
         return "other"
-    if qualified.startswith("keras.layers.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+    if _is_layer(qualified):
         if owns_no_float_variables(facts, call):
             return "layer"
         names = facts.policy.layer_policy_names(call)
         return "layer" if names and names <= _WIDE else None
     return None
+
+
+def _is_layer(qualified: str) -> bool:
+    return qualified.startswith("keras.layers.") and qualified.rsplit(".", 1)[-1][:1].isupper()

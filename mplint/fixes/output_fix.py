@@ -165,11 +165,11 @@ class OutputFix:
             activation = quote_like(quoted, "linear").value
         new_ctor = ctor if arg is None else without_arg(ctor, arg)
         carried = ""
+        # An activity regulariser regularises the layer's output, the activation's: it moves
+        # with the activation. (Passed by keyword: a positional one comes after a positional
+        # activation, which is then not the last positional argument, and there is no split.)
         regularizer = get_arg(ctor, None, "activity_regularizer") if arg is not None else None
         if regularizer is not None:
-            if regularizer.keyword is None:
-                return None  # a positional one: removing it would shift the arguments after it
-            # it regularises the layer's output, the activation's: it moves with the activation
             carried = f", activity_regularizer={self._code(regularizer.value)}"
             new_ctor = without_arg(new_ctor, get_arg(new_ctor, None, "activity_regularizer"))
         new_layer = f"{activation_class}({activation}, dtype={quote.value}{carried})"
