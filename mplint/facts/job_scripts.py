@@ -28,6 +28,7 @@ JOB_SCRIPT_SUFFIXES = (".sh", ".slurm", ".sbatch", ".pbs", ".job", ".qsub", ".ls
 _FOLDERS = frozenset({"jobs", "job", "job_scripts", "slurm", "sbatch", "submit", "hpc", "cluster", "scripts", "tools",
                       "bin", "run", "runs", "launch", "launchers"})
 _MAX_SCRIPTS = 500
+_MAX_ENTRIES = 20_000  # files and folders walked per job folder, at most
 _MAX_BYTES = 200_000
 # `module load TensorFlow/2.6.0-foss-2021a-CUDA-11.3.1`, `ml tensorflow/2.15`, `module add ...`
 _MODULE_LOAD = re.compile(r"^\s*(?:module\s+(?:load|add)|ml)\b[^\n]*?\btensorflow/(\d+)\.(\d+)", re.IGNORECASE)
@@ -82,11 +83,15 @@ def _script_paths(root: str) -> list[str]:
             paths.append(entry.path)
         elif entry.is_dir(follow_symlinks=False) and (entry.name.lower() in _FOLDERS
                                                       or entry.name.lower().endswith(("_jobs", "_scripts", "-scripts"))):
+            seen = 0
             for folder, subfolders, names in os.walk(entry.path):
                 subfolders[:] = sorted(s for s in subfolders if not s.startswith("."))
                 paths += [os.path.join(folder, n) for n in sorted(names) if n.endswith(JOB_SCRIPT_SUFFIXES)]
+                seen += len(names) + len(subfolders)
                 if len(paths) >= _MAX_SCRIPTS:
                     return paths[:_MAX_SCRIPTS]
+                if seen >= _MAX_ENTRIES:
+                    break  # a `runs/` folder of experiment outputs: not a folder of job scripts
     return paths
 
 
