@@ -26,6 +26,8 @@ _TOOL_FILES = frozenset({"pyproject.toml", "setup.cfg", "tox.ini", "package.json
 _SKIPPED_FOLDERS = frozenset({"node_modules", "venv", "env", "site-packages", "__pycache__", "build", "dist"})
 _MAX_FILES = 2000
 _MAX_BYTES = 1_000_000
+_MAX_TOTAL_BYTES = 20_000_000  # read in all, at most
+_MAX_ENTRIES = 100_000  # files and folders walked, at most
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0", "null", "none", "~"})
 
@@ -33,10 +35,12 @@ _FALSE = frozenset({"false", "no", "off", "0", "null", "none", "~"})
 def configuration_files(root: str) -> list[str]:
     """The project's configuration files, sorted, at most `_MAX_FILES`."""
     files: list[str] = []
+    seen = 0
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = sorted(s for s in subfolders if not s.startswith(".") and s not in _SKIPPED_FOLDERS)
         files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(_SUFFIXES) and n not in _TOOL_FILES]
-        if len(files) >= _MAX_FILES:
+        seen += len(names) + len(subfolders)
+        if len(files) >= _MAX_FILES or seen >= _MAX_ENTRIES:
             return files[:_MAX_FILES]
     return files
 
@@ -49,12 +53,16 @@ def configured_values(files: list[str], key: str) -> list[ConfigValue]:
     pattern = re.compile(rf"""^[ \t\-{{,]*["']?{spelled}["']?[ \t]*[:=][ \t]*(?P<value>[^#\r\n]*)""", re.MULTILINE)
     encoded = key.encode()
     found = []
+    budget = _MAX_TOTAL_BYTES
     for path in files:
+        if budget <= 0:
+            break  # a data folder of JSON files: enough read
         try:
             with open(path, "rb") as handle:
                 data = handle.read(_MAX_BYTES + 1)
         except OSError:
             continue
+        budget -= len(data)
         if len(data) > _MAX_BYTES or encoded not in data:
             continue
         text = data.decode("utf-8", "replace")
